@@ -1,0 +1,83 @@
+"""Entry point of the command line: argument parsing, dispatch and error handling.
+
+Each command lives in its own module under :mod:`autotm_core.cli` and exposes
+``register(subparsers)``, which adds its parser and sets ``handler`` to a
+function ``(args, console) -> int``. Any :class:`~autotm_core.errors.AutotmError`
+becomes one line on stderr plus a hint and exit status 1; an unexpected
+exception is reported the same way (the traceback only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from autotm_core.errors import AutotmError
+
+COMMANDS = ("info", "plugins")
+"""Modules of :mod:`autotm_core.cli` that define a command, in the order --help lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, every command registered."""
+    from autotm_core import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="python -m autotm_core",
+        description=(
+            "Plan where every tensor of a deep-learning program lives in a heterogeneous "
+            "memory system (fast DRAM/HBM vs slow PMM/CXL/host memory), and when it moves."
+        ),
+        epilog="Run 'python -m autotm_core COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"autotm-core {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"autotm_core.cli.{name}_command").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    console = Console()
+    errors = Console(stderr=True, highlight=False)
+    try:
+        return int(args.handler(args, console) or 0)
+    except AutotmError as exc:
+        errors.print(f"[bold red]error:[/] {_escape(exc.message)}", soft_wrap=True)
+        if exc.hint:
+            errors.print(f"[dim]hint:[/] {_escape(exc.hint)}", soft_wrap=True)
+        return 1
+    except KeyboardInterrupt:
+        errors.print("[bold red]interrupted[/]")
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        errors.print(
+            f"[bold red]internal error:[/] {type(exc).__name__}: {_escape(str(exc))}", soft_wrap=True
+        )
+        errors.print("[dim]hint:[/] this is a bug in autotm-core; rerun with --debug and report the traceback")
+        return 3
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Example training graphs built in pure Python.
+
+``mlp``
+    A four-layer perceptron, batch 64, trained with SGD with momentum: forward,
+    loss, backward and update, about 30 kernels.
+``cnn``
+    A small convolutional network (3 convolutions, batch-norm, ReLU, pooling and
+    a classifier) trained with Adam, batch 32.
+``chain-N``
+    A synthetic training step of ``N`` layers (``3 N + 1`` kernels): every
+    forward activation lives until its backward use, as in real training. Its
+    sizes vary from layer to layer deterministically; used by benchmarks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from autotm_core.errors import PluginError
+from autotm_core.examples.networks import cnn, mlp, training_chain
+from autotm_core.ir import Graph
+
+EXAMPLES: dict[str, Callable[[], Graph]] = {"mlp": mlp, "cnn": cnn}
+"""Named examples (``chain-N`` is parameterised and built on demand)."""
+
+
+def build_example(name: str, **options: object) -> Graph:
+    """The example called ``name``."""
+    if name in EXAMPLES:
+        return EXAMPLES[name]()
+    if name.startswith("chain-"):
+        suffix = name.removeprefix("chain-")
+        if suffix.isdigit() and int(suffix) > 0:
+            return training_chain(int(suffix))
+    raise PluginError(
+        f"no example graph called {name!r}",
+        hint=f"use one of {', '.join(EXAMPLES)}, or chain-N with a number of layers N",
+    )

@@ -1,0 +1,131 @@
+"""The memory-system file: ``autotm-core/memory-system``, version 1 (see docs/formats.md)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from autotm_core.errors import MemorySystemError
+from autotm_core.formats.document import Fields, envelope, read_document, write_document
+from autotm_core.memory import PRESETS, CopyLink, MemorySystem, Pool, preset
+
+KIND = "memory-system"
+VERSION = 1
+_POOL_FIELDS = {"name", "capacity_nbytes", "read_bytes_per_second", "write_bytes_per_second",
+                "latency_seconds", "numa_node", "device"}
+_LINK_FIELDS = {"from", "to", "sync_bytes_per_second", "async_bytes_per_second"}
+_NUMBER = (int, float)
+
+
+def system_to_document(system: MemorySystem) -> dict[str, Any]:
+    """The JSON document of ``system``."""
+    return {
+        **envelope(KIND, VERSION),
+        "name": system.name,
+        "description": system.description,
+        "source": system.source,
+        "pools": [
+            {
+                "name": p.name,
+                "capacity_nbytes": p.capacity_nbytes,
+                "read_bytes_per_second": p.read_bytes_per_second,
+                "write_bytes_per_second": p.write_bytes_per_second,
+                "latency_seconds": p.latency_seconds,
+                "numa_node": p.numa_node,
+                "device": p.device,
+            }
+            for p in system.pools
+        ],
+        "copies": [
+            {
+                "from": link.source,
+                "to": link.target,
+                "sync_bytes_per_second": link.sync_bytes_per_second,
+                "async_bytes_per_second": link.async_bytes_per_second,
+            }
+            for link in system.links
+        ],
+    }
+
+
+def save_system(system: MemorySystem, path: str | os.PathLike[str]) -> None:
+    """Write ``system`` to ``path`` (atomically)."""
+    write_document(path, system_to_document(system))
+
+
+def load_system(path: str | os.PathLike[str]) -> MemorySystem:
+    """Read a memory-system file."""
+    doc, fields = read_document(path, KIND, {VERSION})
+    return _system_from(doc, fields)
+
+
+def resolve_system(preset_or_path: str) -> MemorySystem:
+    """A preset by name, or else a memory-system file by path."""
+    if preset_or_path in PRESETS:
+        return preset(preset_or_path)
+    if Path(preset_or_path).suffix.lower() == ".json" or Path(preset_or_path).exists():
+        return load_system(preset_or_path)
+    return preset(preset_or_path)
+
+
+def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
+    fields.unknown_keys(doc, {"format", "version", "name", "description", "source", "pools", "copies"}, "")
+    pools = []
+    for i, raw in enumerate(fields.get(doc, "pools", "", list)):
+        where = f"pools[{i}]"
+        obj = fields.object(raw, where)
+        fields.unknown_keys(obj, _POOL_FIELDS, where)
+        pools.append(
+            _checked(
+                fields,
+                where,
+                lambda obj=obj, where=where: Pool(
+                    name=fields.get(obj, "name", where, str),
+                    capacity_nbytes=fields.get(obj, "capacity_nbytes", where, int, required=False),
+                    read_bytes_per_second=fields.get(obj, "read_bytes_per_second", where, _NUMBER),
+                    write_bytes_per_second=fields.get(obj, "write_bytes_per_second", where, _NUMBER),
+                    latency_seconds=fields.get(obj, "latency_seconds", where, _NUMBER, required=False, default=0.0),
+                    numa_node=fields.get(obj, "numa_node", where, int, required=False),
+                    device=fields.get(obj, "device", where, str, required=False),
+                ),
+            )
+        )
+    links = []
+    for i, raw in enumerate(fields.get(doc, "copies", "", list, required=False, default=[])):
+        where = f"copies[{i}]"
+        obj = fields.object(raw, where)
+        fields.unknown_keys(obj, _LINK_FIELDS, where)
+        links.append(
+            _checked(
+                fields,
+                where,
+                lambda obj=obj, where=where: CopyLink(
+                    source=fields.get(obj, "from", where, str),
+                    target=fields.get(obj, "to", where, str),
+                    sync_bytes_per_second=fields.get(obj, "sync_bytes_per_second", where, _NUMBER),
+                    async_bytes_per_second=fields.get(obj, "async_bytes_per_second", where, _NUMBER),
+                ),
+            )
+        )
+    return _checked(
+        fields,
+        "",
+        lambda: MemorySystem(
+            name=fields.get(doc, "name", "", str),
+            description=fields.get(doc, "description", "", str, required=False, default=""),
+            source=fields.get(doc, "source", "", str, required=False, default=""),
+            pools=tuple(pools),
+            links=tuple(links),
+        ),
+    )
+
+
+def _checked(fields: Fields, where: str, build: Any) -> Any:
+    try:
+        return build()
+    except MemorySystemError as exc:
+        raise MemorySystemError(
+            f"{fields.origin}: {where + ': ' if where else ''}{exc.message}", hint=exc.hint
+        ) from None

@@ -1,0 +1,1 @@
+"""Built-in frontends (registered through autotm-core's own entry points)."""

@@ -1,0 +1,63 @@
+"""Kernels of the IR: one operation that reads and writes tensors."""
+
+from __future__ import annotations
+
+import attrs
+
+from autotm_core.errors import GraphError
+from autotm_core.ir.tensor import _check_name
+
+
+def _to_names(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise GraphError(f"tensor list {value!r} must be a list of tensor names")
+    try:
+        "".join(value)  # a fast check that every item is a string
+    except TypeError:
+        raise GraphError(f"tensor list {list(value)!r} must hold only tensor names (strings)") from None
+    return tuple(value)
+
+
+def _check_flops(instance: Kernel, attribute: attrs.Attribute, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise GraphError(
+            f"kernel {instance.name!r}: flops {value!r} must be a non-negative number",
+            hint="give flops as a count of floating-point operations, or leave it out",
+        )
+
+
+def _check_workspace(instance: Kernel, attribute: attrs.Attribute, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise GraphError(
+            f"kernel {instance.name!r}: workspace {value!r} must be a whole number of bytes >= 0",
+            hint="give workspace_nbytes as an integer count of bytes",
+        )
+
+
+@attrs.frozen(slots=True)
+class Kernel:
+    """One operation of the program, run in the graph's order.
+
+    A tensor listed among both the inputs and the outputs is updated in place
+    (read, then written): that is how an optimizer step writes a parameter.
+    """
+
+    name: str = attrs.field(validator=_check_name)
+    """Unique name within the graph."""
+    op: str = attrs.field(validator=attrs.validators.instance_of(str))
+    """Operation kind, e.g. ``"conv2d"``, ``"matmul"``, ``"relu_backward"``."""
+    inputs: tuple[str, ...] = attrs.field(default=(), converter=_to_names)
+    """Names of the tensors it reads."""
+    outputs: tuple[str, ...] = attrs.field(default=(), converter=_to_names)
+    """Names of the tensors it writes."""
+    flops: float | None = attrs.field(default=None, validator=_check_flops)
+    """Floating-point operations, when known; cost models estimate it otherwise."""
+    workspace_nbytes: int = attrs.field(default=0, validator=_check_workspace)
+    """Scratch bytes it needs in fast memory while it runs."""
+
+    @property
+    def tensors(self) -> tuple[str, ...]:
+        """Every tensor it touches, inputs first, each once."""
+        return tuple(dict.fromkeys(self.inputs + self.outputs))

@@ -1,0 +1,197 @@
+"""Memory systems: ordered pools, fastest first, and the copy bandwidth between them."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import attrs
+
+from autotm_core.errors import MemorySystemError
+
+
+def _positive(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise MemorySystemError(f"{_who(instance)}: {attribute.name} {value!r} is not a number")
+    if value <= 0:
+        raise MemorySystemError(
+            f"{_who(instance)}: {attribute.name} is {value!r}; it must be greater than zero",
+            hint="bandwidths are in bytes per second, e.g. 1e11 for 100 GB/s",
+        )
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise MemorySystemError(f"{_who(instance)}: {attribute.name} {value!r} is not a number")
+    if value < 0:
+        raise MemorySystemError(f"{_who(instance)}: {attribute.name} is {value!r}; it must be >= 0")
+
+
+def _capacity(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MemorySystemError(
+            f"{_who(instance)}: capacity {value!r} must be a whole number of bytes >= 0, "
+            "or null for unbounded"
+        )
+
+
+def _optional_int(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise MemorySystemError(f"{_who(instance)}: {attribute.name} {value!r} must be an integer >= 0")
+
+
+def _who(instance: object) -> str:
+    if isinstance(instance, Pool):
+        return f"pool {instance.name!r}"
+    if isinstance(instance, CopyLink):
+        return f"copy {instance.source!r} -> {instance.target!r}"
+    return type(instance).__name__
+
+
+@attrs.frozen(slots=True)
+class Pool:
+    """One kind of memory."""
+
+    name: str = attrs.field(validator=attrs.validators.instance_of(str))
+    """Unique name, e.g. ``"dram"``, ``"pmm"``, ``"hbm"``."""
+    capacity_nbytes: int | None = attrs.field(validator=_capacity)
+    """Bytes available to tensors; ``None`` when unbounded."""
+    read_bytes_per_second: float = attrs.field(validator=_positive)
+    """Bandwidth of a kernel reading from this pool."""
+    write_bytes_per_second: float = attrs.field(validator=_positive)
+    """Bandwidth of a kernel writing to this pool."""
+    latency_seconds: float = attrs.field(default=0.0, validator=_non_negative)
+    """Load latency, charged once per tensor a kernel touches here."""
+    numa_node: int | None = attrs.field(default=None, validator=_optional_int)
+    """NUMA node that backs it, where it is one (the executor binds to it)."""
+    device: str | None = attrs.field(default=None)
+    """Device that holds it, e.g. ``"cuda:0"`` or ``"host-pinned"``."""
+
+    @property
+    def bounded(self) -> bool:
+        """Whether its capacity is limited."""
+        return self.capacity_nbytes is not None
+
+
+@attrs.frozen(slots=True)
+class CopyLink:
+    """Copy bandwidth from one pool to another."""
+
+    source: str
+    """Pool copied from."""
+    target: str
+    """Pool copied to."""
+    sync_bytes_per_second: float = attrs.field(validator=_positive)
+    """Bandwidth of a blocking copy (nothing else runs)."""
+    async_bytes_per_second: float = attrs.field(validator=_positive)
+    """Bandwidth of a copy overlapping kernels."""
+
+
+def derived_link(source: Pool, target: Pool) -> CopyLink:
+    """The copy a system gets when it names none: as fast as reading one pool and writing the other."""
+    bandwidth = min(source.read_bytes_per_second, target.write_bytes_per_second)
+    return CopyLink(source.name, target.name, bandwidth, bandwidth)
+
+
+@attrs.frozen(slots=True)
+class MemorySystem:
+    """Pools ordered fastest first, and how fast data moves between them.
+
+    Copy links not given are derived by :func:`derived_link`.
+    """
+
+    name: str
+    """A name for reports."""
+    pools: tuple[Pool, ...] = attrs.field(converter=tuple)
+    """Two or more pools, fastest first."""
+    links: tuple[CopyLink, ...] = attrs.field(converter=tuple, default=())
+    """Copy bandwidths between pools, one per ordered pair at most."""
+    description: str = ""
+    """What machine this is."""
+    source: str = ""
+    """Where its numbers come from."""
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.pools) < 2:
+            raise MemorySystemError(
+                f"memory system {self.name!r} has {len(self.pools)} pool(s); it needs at least two",
+                hint="list the pools fastest first, e.g. dram then pmm",
+            )
+        names = [pool.name for pool in self.pools]
+        for name in names:
+            if names.count(name) > 1:
+                raise MemorySystemError(
+                    f"memory system {self.name!r} names pool {name!r} twice; pool names must be unique"
+                )
+        seen: set[tuple[str, str]] = set()
+        for link in self.links:
+            for end in (link.source, link.target):
+                if end not in names:
+                    raise MemorySystemError(
+                        f"copy {link.source!r} -> {link.target!r} names unknown pool {end!r}",
+                        hint=f"the pools are {', '.join(names)}",
+                    )
+            if link.source == link.target:
+                raise MemorySystemError(f"copy {link.source!r} -> {link.target!r} goes nowhere")
+            if (link.source, link.target) in seen:
+                raise MemorySystemError(
+                    f"copy {link.source!r} -> {link.target!r} is given twice; keep one"
+                )
+            seen.add((link.source, link.target))
+
+    @functools.cached_property
+    def _pool_index(self) -> dict[str, int]:
+        return {pool.name: i for i, pool in enumerate(self.pools)}
+
+    @functools.cached_property
+    def _links(self) -> dict[tuple[int, int], CopyLink]:
+        given = {(link.source, link.target): link for link in self.links}
+        table = {}
+        for i, a in enumerate(self.pools):
+            for j, b in enumerate(self.pools):
+                if i != j:
+                    table[i, j] = given.get((a.name, b.name)) or derived_link(a, b)
+        return table
+
+    @property
+    def fast(self) -> Pool:
+        """The fastest pool (the first)."""
+        return self.pools[0]
+
+    @property
+    def slow(self) -> Pool:
+        """The slowest pool (the last)."""
+        return self.pools[-1]
+
+    def pool_index(self, name: str) -> int:
+        """Position of the pool called ``name``."""
+        try:
+            return self._pool_index[name]
+        except KeyError:
+            raise MemorySystemError(
+                f"memory system {self.name!r} has no pool {name!r}",
+                hint=f"the pools are {', '.join(p.name for p in self.pools)}",
+            ) from None
+
+    def pool(self, name: str) -> Pool:
+        """The pool called ``name``."""
+        return self.pools[self.pool_index(name)]
+
+    def link(self, source: int, target: int) -> CopyLink:
+        """Copy link between two pool positions (given or derived)."""
+        return self._links[source, target]
+
+    def copy_seconds(self, nbytes: int, source: int, target: int, *, asynchronous: bool) -> float:
+        """Time to copy ``nbytes`` from pool position ``source`` to ``target``."""
+        link = self._links[source, target]
+        bandwidth = link.async_bytes_per_second if asynchronous else link.sync_bytes_per_second
+        return nbytes / bandwidth
+
+    def with_capacity(self, pool: str, capacity_nbytes: int | None) -> MemorySystem:
+        """A copy of this system whose pool ``pool`` holds ``capacity_nbytes``."""
+        index = self.pool_index(pool)
+        pools = list(self.pools)
+        pools[index] = attrs.evolve(pools[index], capacity_nbytes=capacity_nbytes)
+        return attrs.evolve(self, pools=tuple(pools))

@@ -1,0 +1,1 @@
+"""Rendering of results for people: rich tables and terminal charts (CLI only)."""

@@ -1,0 +1,113 @@
+"""Parsing and printing of byte sizes, bandwidths and PMM:DRAM ratios.
+
+Conventions: sizes are integers in bytes (``nbytes``), times are floats in
+seconds, bandwidths are floats in bytes per second. ``GiB``/``MiB``/``KiB`` are
+powers of 1024, ``GB``/``MB``/``KB`` powers of 1000, as everywhere else.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+from autotm_core.errors import UsageError
+
+PAGE_NBYTES = 4096
+"""The page size AutoTM rounded every tensor up to."""
+
+_SIZE_UNITS: dict[str, int] = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+    "k": 1024,
+    "m": 1024**2,
+    "g": 1024**3,
+    "t": 1024**4,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | int) -> int:
+    """Parse ``"16GiB"``, ``"1.5 GB"``, ``"4096"`` or an int into bytes."""
+    if isinstance(text, bool):
+        raise UsageError(f"size {text!r} is not a number of bytes")
+    if isinstance(text, int):
+        if text < 0:
+            raise UsageError(f"size {text} is negative", hint="give a size of 0 bytes or more")
+        return text
+    match = _SIZE_RE.match(text)
+    if match is None or match.group(2).lower() not in _SIZE_UNITS:
+        raise UsageError(
+            f"cannot read {text!r} as a size",
+            hint="write a number and a unit, e.g. 16GiB, 1.5GB, 512MiB or 4096",
+        )
+    value = float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    return math.ceil(value)
+
+
+def parse_ratio(text: str) -> Fraction:
+    """Parse a PMM:DRAM ratio ``"4:1"`` into slow/fast as a fraction (here 4).
+
+    The paper writes ratios slow memory first: 1:1, 4:1, 8:1. ``"0:1"`` means
+    all in fast memory.
+    """
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        slow, fast = (Fraction(p.strip()) for p in parts)
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(
+            f"cannot read {text!r} as a ratio",
+            hint="write slow:fast memory as the paper does, e.g. 4:1",
+        ) from None
+    if slow < 0 or fast <= 0:
+        raise UsageError(
+            f"ratio {text!r} needs a positive fast part and a non-negative slow part",
+            hint="e.g. 1:1, 4:1 or 8:1",
+        )
+    return slow / fast
+
+
+def fast_capacity_for_ratio(peak_nbytes: int, ratio: Fraction) -> int:
+    """The fast-memory limit for PMM:DRAM ``ratio``: peak / (ratio + 1), as AutoTM."""
+    return int(Fraction(peak_nbytes) / (ratio + 1))
+
+
+def round_up(nbytes: int, granule: int = PAGE_NBYTES) -> int:
+    """Round ``nbytes`` up to a multiple of ``granule`` (no rounding when granule <= 1)."""
+    if granule <= 1:
+        return nbytes
+    return -(-nbytes // granule) * granule
+
+
+def format_bytes(nbytes: float) -> str:
+    """``1536`` -> ``"1.50 KiB"``; binary units, three significant figures."""
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration with a unit a person reads at a glance."""
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.3f} us"
+
+
+def format_bandwidth(bytes_per_second: float) -> str:
+    """Bandwidth in GB/s (decimal, as datasheets print it)."""
+    return f"{bytes_per_second / 1e9:.1f} GB/s"
