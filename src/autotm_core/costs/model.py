@@ -1,0 +1,159 @@
+"""Kernel costs: the run time of every kernel under every placement of its tensors.
+
+A *placement* of kernel ``k`` gives a pool position for each tensor it touches,
+in the order of ``graph.liveness.kernel_tensors[kernel_ptr[k]:kernel_ptr[k+1]]``
+(which is ``Kernel.tensors`` order). Whole-program placements are given as one
+array aligned with ``liveness.kernel_tensors`` ("entries").
+
+Two forms answer the same queries:
+
+- :class:`TableCosts`: an explicit time per allowed configuration, as AutoTM
+  profiled them (possibly restricted to some configurations);
+- :class:`SeparableCosts`: a kernel's time is the maximum of a few affine terms
+  in the location of its tensors, ``max_j (constant[k, j] + sum_i
+  coefficient[e_i, j, pool_i])``: a roofline max(compute, memory traffic) plus
+  latencies. The ILP models this with one continuous variable per kernel.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from autotm_core.errors import PlanError
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+MAX_ENUMERATED_CONFIGS = 1 << 12
+"""Largest number of configurations :meth:`SeparableCosts.table` enumerates for one kernel."""
+
+
+@attrs.frozen(slots=True, eq=False)
+class CostTable:
+    """The allowed configurations of one kernel and their times."""
+
+    configs: npt.NDArray[np.int8]
+    """``(n_configs, n_tensors)`` pool positions, one row per configuration."""
+    seconds: FloatArray
+    """``(n_configs,)`` run time of each configuration."""
+
+
+@runtime_checkable
+class KernelCosts(Protocol):
+    """What every cost form answers."""
+
+    n_pools: int
+    """Number of pools of the memory system the costs were made for."""
+
+    def seconds(self, kernel: int, pools: Sequence[int]) -> float:
+        """Time of ``kernel`` with its tensors in ``pools``; :class:`PlanError` if not allowed."""
+
+    def seconds_all(self, entry_pools: IntArray) -> FloatArray:
+        """Time of every kernel for a whole-program placement aligned with ``kernel_tensors``."""
+
+    def table(self, kernel: int) -> CostTable:
+        """Every allowed configuration of ``kernel`` with its time."""
+
+    def separable(self) -> SeparableCosts | None:
+        """The affine-max form, when the costs have one (then the ILP needs no config binaries)."""
+
+
+@attrs.frozen(slots=True, eq=False)
+class SeparableCosts:
+    """Kernel time = ``max_j (constants[k, j] + sum over its tensors of coefficients[e, j, pool])``."""
+
+    n_pools: int
+    """Number of pools."""
+    kernel_ptr: IntArray
+    """``(n_kernels + 1,)`` CSR pointers into the entries (as ``Liveness.kernel_ptr``)."""
+    constants: FloatArray
+    """``(n_kernels, n_terms)`` seconds independent of placement."""
+    coefficients: FloatArray
+    """``(n_entries, n_terms, n_pools)`` seconds added when the entry's tensor is in that pool."""
+
+    @property
+    def n_kernels(self) -> int:
+        """Number of kernels."""
+        return len(self.kernel_ptr) - 1
+
+    def seconds(self, kernel: int, pools: Sequence[int]) -> float:
+        start, stop = int(self.kernel_ptr[kernel]), int(self.kernel_ptr[kernel + 1])
+        if len(pools) != stop - start:
+            raise PlanError(f"kernel #{kernel} touches {stop - start} tensors, not {len(pools)}")
+        rows = np.arange(start, stop)
+        terms = self.constants[kernel] + self.coefficients[rows, :, np.asarray(pools, dtype=np.int64)].sum(axis=0)
+        return float(terms.max())
+
+    def seconds_all(self, entry_pools: IntArray) -> FloatArray:
+        n_entries = len(self.coefficients)
+        picked = self.coefficients[np.arange(n_entries), :, entry_pools]  # (n_entries, n_terms)
+        sums = np.zeros_like(self.constants)
+        owner = np.repeat(np.arange(self.n_kernels), np.diff(self.kernel_ptr))
+        np.add.at(sums, owner, picked)
+        return (self.constants + sums).max(axis=1)
+
+    def table(self, kernel: int) -> CostTable:
+        width = int(self.kernel_ptr[kernel + 1] - self.kernel_ptr[kernel])
+        if self.n_pools**width > MAX_ENUMERATED_CONFIGS:
+            raise PlanError(
+                f"kernel #{kernel} has {self.n_pools ** width} configurations, more than the "
+                f"{MAX_ENUMERATED_CONFIGS} a table may enumerate",
+                hint="use the separable form (the default for the analytic model)",
+            )
+        configs = np.array(list(itertools.product(range(self.n_pools), repeat=width)), dtype=np.int8)
+        configs = configs.reshape(-1, width)
+        seconds = np.array([self.seconds(kernel, row) for row in configs], dtype=np.float64)
+        return CostTable(configs=configs, seconds=seconds)
+
+    def separable(self) -> SeparableCosts:
+        return self
+
+
+@attrs.frozen(slots=True, eq=False)
+class TableCosts:
+    """An explicit table of allowed configurations per kernel (profiled or loaded from a file)."""
+
+    n_pools: int
+    """Number of pools."""
+    kernel_ptr: IntArray
+    """``(n_kernels + 1,)`` CSR pointers into the entries (as ``Liveness.kernel_ptr``)."""
+    tables: tuple[CostTable, ...]
+    """One table per kernel."""
+    _lookup: list[dict[tuple[int, ...], float] | None] = attrs.field(init=False, factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        self._lookup.extend([None] * len(self.tables))
+
+    def seconds(self, kernel: int, pools: Sequence[int]) -> float:
+        lookup = self._lookup[kernel]
+        if lookup is None:
+            table = self.tables[kernel]
+            lookup = {tuple(int(p) for p in row): float(s) for row, s in zip(table.configs, table.seconds, strict=True)}
+            self._lookup[kernel] = lookup
+        key = tuple(int(p) for p in pools)
+        try:
+            return lookup[key]
+        except KeyError:
+            raise PlanError(
+                f"kernel #{kernel}: configuration {key} is not in its cost table",
+                hint="the cost table restricts this kernel's placements; pick an allowed one",
+            ) from None
+
+    def seconds_all(self, entry_pools: IntArray) -> FloatArray:
+        ptr = self.kernel_ptr
+        return np.array(
+            [self.seconds(k, entry_pools[ptr[k] : ptr[k + 1]]) for k in range(len(self.tables))],
+            dtype=np.float64,
+        )
+
+    def table(self, kernel: int) -> CostTable:
+        return self.tables[kernel]
+
+    def separable(self) -> None:
+        return None

@@ -1,0 +1,5 @@
+"""Plans: the records, their file format, their verifier."""
+
+from autotm_core.plans.model import Move, MoveKind, Plan, Residency
+
+__all__ = ["Move", "MoveKind", "Plan", "Residency"]

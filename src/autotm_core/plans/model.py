@@ -1,0 +1,103 @@
+"""The Plan: where every tensor lives over the program, and every move.
+
+Time is counted in kernel positions ``0 .. n-1`` of the graph's order. The
+semantics, which the verifier (:mod:`autotm_core.plans.verify`) enforces and
+every planner, simulator and executor follows:
+
+- A :class:`Residency` says tensor ``t`` occupies pool ``p`` during kernels
+  ``first .. last`` (inclusive). A tensor may have residencies in several pools
+  at once (a clean copy in slow memory while it is also in fast memory).
+- A residency begins either where the tensor comes into existence (at its
+  producer, in the pool the producer's configuration writes it to; at kernel 0
+  for a tensor that exists before the step), or at the kernel of a move into
+  that pool.
+- A **synchronous** move ``before kernel k`` copies the tensor between kernels
+  ``k-1`` and ``k``, blocking: the source residency covers ``k-1``, the target
+  residency begins at ``k``, and kernel ``k`` may use the target copy. While it
+  is copied it occupies both pools (checked at the boundary before ``k``).
+- An **asynchronous** move ``during kernel k`` overlaps kernel ``k``: both the
+  source and the target residencies cover ``k`` (it occupies both pools while
+  in flight), and the target copy can be used from kernel ``k+1`` on.
+- ``configs[k][i]`` is the pool kernel ``k`` finds its ``i``-th tensor in
+  (``Kernel.tensors`` order); that tensor must be resident there at ``k``.
+- A kernel's workspace lives in the fastest pool while it runs.
+- ``offset`` (optional) is the byte address of a residency inside its pool;
+  residencies overlapping in time must not overlap in address.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+
+class MoveKind(enum.Enum):
+    """Whether a move blocks the program or overlaps a kernel."""
+
+    SYNC = "sync"
+    """Blocking copy between kernel ``k-1`` and kernel ``k``."""
+    ASYNC = "async"
+    """Copy overlapping kernel ``k``; the kernel then costs max(its time, its overlapping moves)."""
+
+
+@attrs.frozen(slots=True)
+class Residency:
+    """Tensor ``tensor`` occupies pool ``pool`` during kernels ``first..last``."""
+
+    tensor: str
+    """Tensor name."""
+    pool: str
+    """Pool name."""
+    first: int
+    """First kernel position it occupies the pool at."""
+    last: int
+    """Last kernel position it occupies the pool at (inclusive)."""
+    offset: int | None = None
+    """Byte address inside the pool, when the planner assigned addresses."""
+
+
+@attrs.frozen(slots=True)
+class Move:
+    """A copy of a tensor from one pool to another."""
+
+    tensor: str
+    """Tensor name."""
+    source: str
+    """Pool copied from."""
+    target: str
+    """Pool copied to."""
+    kernel: int
+    """Kernel position: sync moves happen just before it, async moves during it."""
+    kind: MoveKind = MoveKind.SYNC
+    """Blocking or overlapping."""
+
+
+@attrs.frozen(slots=True)
+class Plan:
+    """What a planner decided; everything downstream (verify, simulate, run) reads this."""
+
+    graph: str
+    """Name of the graph it was made for."""
+    system: str
+    """Name of the memory system it was made for."""
+    capacities: Mapping[str, int | None]
+    """Capacity of each pool the plan was made to respect (``None``: unbounded)."""
+    residencies: tuple[Residency, ...] = attrs.field(converter=tuple)
+    """Where each tensor lives over time."""
+    moves: tuple[Move, ...] = attrs.field(converter=tuple)
+    """Every copy between pools."""
+    configs: tuple[tuple[str, ...], ...] = attrs.field(converter=lambda c: tuple(tuple(x) for x in c))
+    """For each kernel, the pool of each of its tensors (``Kernel.tensors`` order)."""
+    planner: str = ""
+    """Who made it, e.g. ``"ilp/synchronous"`` or ``"baseline/first-touch"``."""
+    attributes: Mapping[str, Any] = attrs.field(factory=dict)
+    """Planner facts worth keeping: objective, bound, gap, solver, options (JSON values)."""
+
+    @property
+    def has_offsets(self) -> bool:
+        """Whether every residency in a bounded pool carries an address."""
+        bounded = {p for p, c in self.capacities.items() if c is not None}
+        return all(r.offset is not None for r in self.residencies if r.pool in bounded)
