@@ -26,6 +26,7 @@ def system_to_document(system: MemorySystem) -> dict[str, Any]:
         "name": system.name,
         "description": system.description,
         "source": system.source,
+        "flops_per_second": system.flops_per_second,
         "pools": [
             {
                 "name": p.name,
@@ -71,7 +72,7 @@ def resolve_system(preset_or_path: str) -> MemorySystem:
 
 
 def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
-    fields.unknown_keys(doc, {"format", "version", "name", "description", "source", "pools", "copies"}, "")
+    fields.unknown_keys(doc, {"format", "version", "name", "description", "source", "flops_per_second", "pools", "copies"}, "")
     pools = []
     for i, raw in enumerate(fields.get(doc, "pools", "", list)):
         where = f"pools[{i}]"
@@ -116,6 +117,7 @@ def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
             name=fields.get(doc, "name", "", str),
             description=fields.get(doc, "description", "", str, required=False, default=""),
             source=fields.get(doc, "source", "", str, required=False, default=""),
+            flops_per_second=fields.get(doc, "flops_per_second", "", _NUMBER, required=False, default=1e12),
             pools=tuple(pools),
             links=tuple(links),
         ),

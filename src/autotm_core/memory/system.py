@@ -108,6 +108,8 @@ class MemorySystem:
     """Two or more pools, fastest first."""
     links: tuple[CopyLink, ...] = attrs.field(converter=tuple, default=())
     """Copy bandwidths between pools, one per ordered pair at most."""
+    flops_per_second: float = attrs.field(default=1e12, validator=_positive)
+    """Sustained compute rate of the processor using these pools (for analytic costs)."""
     description: str = ""
     """What machine this is."""
     source: str = ""
