@@ -1,0 +1,197 @@
+"""The solver interface: one config, one result, one protocol for every backend.
+
+A formulation builds a Pyomo ``ConcreteModel`` (a pure function that imports
+no solver); a :class:`Solver` plugin solves it and loads the solution values
+back into the model's variables. Why a solver stopped
+(:class:`TerminationCondition`) is kept apart from what kind of solution exists
+(:class:`SolutionStatus`): a time limit may leave a feasible plan or none.
+Backends map their native statuses to these enums through a table with an
+``UNKNOWN`` fallback, and nothing here imports Pyomo or a native library.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import types
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+DEFAULT_SOLVER = "highs"
+"""Name of the solver plugin used when none is asked for."""
+
+
+class TerminationCondition(enum.Enum):
+    """Why a solver stopped."""
+
+    OPTIMAL = "optimal"
+    """It proved the solution optimal (within its default tolerances)."""
+    GAP_REACHED = "gap_reached"
+    """It stopped because the relative gap fell under ``SolverConfig.relative_gap``."""
+    TIME_LIMIT = "time_limit"
+    """It ran out of ``SolverConfig.time_limit_seconds``; a feasible solution may exist."""
+    ITERATION_LIMIT = "iteration_limit"
+    """It hit an iteration, node or solution-count limit set through native options."""
+    INFEASIBLE = "infeasible"
+    """It proved that no solution satisfies the constraints."""
+    UNBOUNDED = "unbounded"
+    """It proved that the objective can improve without limit."""
+    INFEASIBLE_OR_UNBOUNDED = "infeasible_or_unbounded"
+    """It proved one of the two without saying which (typically from presolve)."""
+    INTERRUPTED = "interrupted"
+    """The user interrupted it (Ctrl-C); the best solution so far, if any, is kept."""
+    ERROR = "error"
+    """The solver failed (crash, numerical trouble, bad input); see the log."""
+    UNKNOWN = "unknown"
+    """The backend reported a status with no mapping here; see the log."""
+
+
+class SolutionStatus(enum.Enum):
+    """What kind of solution a solve left in the model."""
+
+    OPTIMAL = "optimal"
+    """A solution proven optimal (within the gap asked for, when it stopped on the gap)."""
+    FEASIBLE = "feasible"
+    """A solution that satisfies the constraints but is not proven optimal."""
+    INFEASIBLE = "infeasible"
+    """No solution exists: the model was proven infeasible."""
+    NO_SOLUTION = "no_solution"
+    """No solution was found (time limit, interruption, error); none was loaded."""
+
+
+def _non_negative_or_none(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not (isinstance(value, int | float) and value >= 0):
+        raise ValueError(f"{attribute.name} must be None or a number >= 0, got {value!r}")
+
+
+def _positive_int_or_none(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not (isinstance(value, int) and value >= 1):
+        raise ValueError(f"{attribute.name} must be None or an integer >= 1, got {value!r}")
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return types.MappingProxyType(dict(value or {}))
+
+
+@attrs.frozen(kw_only=True)
+class SolverConfig:
+    """How to solve, shared by every backend; nothing about a solve is hard-coded elsewhere."""
+
+    time_limit_seconds: float | None = attrs.field(default=None, validator=_non_negative_or_none)
+    """Wall-clock limit of the solve (not of model building); ``None`` for none."""
+    relative_gap: float = attrs.field(
+        default=1e-2, validator=[attrs.validators.instance_of((int, float)),
+                                 attrs.validators.ge(0)]
+    )
+    """Stop when ``|objective - bound| / |objective|`` falls under this (``0.01`` is 1%)."""
+    threads: int | None = attrs.field(default=None, validator=_positive_int_or_none)
+    """Threads the solver may use; ``None`` lets it choose."""
+    log_to_terminal: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """Echo the solver's log to standard output while it runs (Pyomo's ``tee``)."""
+    options: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    """Native options passed through to the backend unchanged (they override the above)."""
+    warm_start: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    """Offer the values already set on the model's variables as a starting solution,
+    when the backend supports it."""
+
+
+def relative_gap(*, objective: float | None, best_bound: float | None) -> float | None:
+    """``|objective - best_bound| / |objective|``, or ``None`` when either is missing.
+
+    Zero when both are equal (including both zero); infinite when the objective
+    is zero and the bound is not, as a gap relative to nothing is unbounded.
+    """
+    if objective is None or best_bound is None:
+        return None
+    if not (math.isfinite(objective) and math.isfinite(best_bound)):
+        return math.inf
+    difference = abs(objective - best_bound)
+    if difference == 0:
+        return 0.0
+    return difference / abs(objective) if objective != 0 else math.inf
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+@attrs.frozen(kw_only=True)
+class SolveResult:
+    """What a solve produced; the solution values themselves are in the model's variables."""
+
+    solver_name: str
+    """Name of the solver plugin that ran (e.g. ``"highs"``)."""
+    solver_version: str
+    """Version of the native solver, as it reports it (``""`` when unknown)."""
+    termination: TerminationCondition = attrs.field(
+        validator=attrs.validators.instance_of(TerminationCondition))
+    """Why the solver stopped."""
+    status: SolutionStatus = attrs.field(validator=attrs.validators.instance_of(SolutionStatus))
+    """What kind of solution was loaded into the model."""
+    objective: float | None = attrs.field(default=None, converter=_optional_float)
+    """Objective value of the loaded solution, in the model's units; ``None`` without one."""
+    best_bound: float | None = attrs.field(default=None, converter=_optional_float)
+    """Best proven bound on the optimum (a lower bound when minimising); ``None`` if unknown."""
+    gap: float | None = attrs.field(init=False)
+    """Relative gap between ``objective`` and ``best_bound`` (see :func:`relative_gap`)."""
+    build_seconds: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    """Seconds spent building the Pyomo model; filled by the caller, who built it."""
+    handoff_seconds: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    """Seconds spent translating the model for the solver and loading the solution back."""
+    solve_seconds: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    """Seconds the solver itself ran."""
+    n_variables: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    """Variables in the model handed to the solver."""
+    n_binaries: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    """Binary variables among them."""
+    n_constraints: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    """Constraints (rows) handed to the solver."""
+    log: str = ""
+    """The solver's log text (empty when the backend keeps none)."""
+    message: str = ""
+    """The backend's own status words, for a human reading the result."""
+
+    @gap.default
+    def _gap_from_objective_and_bound(self) -> float | None:
+        return relative_gap(objective=self.objective, best_bound=self.best_bound)
+
+    @property
+    def has_solution(self) -> bool:
+        """Whether solution values were loaded into the model."""
+        return self.status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)
+
+    @property
+    def total_seconds(self) -> float:
+        """Build, hand-off and solve together."""
+        return self.build_seconds + self.handoff_seconds + self.solve_seconds
+
+
+@runtime_checkable
+class Solver(Protocol):
+    """An ILP backend, found through the ``autotm_core.solvers`` entry-point group."""
+
+    name: str
+    """Short name, the entry point's (e.g. ``"highs"``)."""
+    description: str
+    """One line for ``python -m autotm_core plugins``."""
+    mip_capable: bool
+    """Whether it handles integer variables (every plan needs this)."""
+
+    def unavailable_reason(self) -> str | None:
+        """Why it cannot run here, naming what to install; ``None`` when it can.
+
+        Cheap: it looks for modules and programs without importing or running them.
+        """
+
+    def solve(self, model: Any, config: SolverConfig | None = None) -> SolveResult:
+        """Solve the Pyomo ``model`` under ``config`` (defaults when ``None``).
+
+        Loads the solution values into the model's variables when a solution
+        exists, and uses values already set on them as a starting solution
+        when ``config.warm_start`` and the backend supports it. Returns a result
+        for every outcome the solver reports (optimal, time limit, infeasible,
+        interrupted, ...); raises :class:`~autotm_core.errors.SolverError` only
+        when it cannot run at all or the model is out of its reach.
+        """
