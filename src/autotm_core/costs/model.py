@@ -34,6 +34,16 @@ MAX_ENUMERATED_CONFIGS = 1 << 12
 """Largest number of configurations :meth:`SeparableCosts.table` enumerates for one kernel."""
 
 
+def _check_pools(who: str, pools: Sequence[int] | IntArray, n_pools: int) -> IntArray:
+    positions = np.asarray(pools, dtype=np.int64)
+    if positions.size and (positions.min() < 0 or positions.max() >= n_pools):
+        raise PlanError(
+            f"{who}: pool positions are not all in 0..{n_pools - 1}",
+            hint="give each tensor's pool as its position in the memory system, fastest first",
+        )
+    return positions
+
+
 @attrs.frozen(slots=True, eq=False)
 class CostTable:
     """The allowed configurations of one kernel and their times."""
@@ -66,7 +76,10 @@ class KernelCosts(Protocol):
 
 @attrs.frozen(slots=True, eq=False)
 class SeparableCosts:
-    """Kernel time = ``max_j (constants[k, j] + sum over its tensors of coefficients[e, j, pool])``."""
+    """Kernel time ``max_j (constants[k, j] + sum over its tensors e of coefficients[e, j, pool])``.
+
+    The terms of a roofline are max(compute, memory) plus latencies; see :mod:`.roofline`.
+    """
 
     n_pools: int
     """Number of pools."""
@@ -86,12 +99,19 @@ class SeparableCosts:
         start, stop = int(self.kernel_ptr[kernel]), int(self.kernel_ptr[kernel + 1])
         if len(pools) != stop - start:
             raise PlanError(f"kernel #{kernel} touches {stop - start} tensors, not {len(pools)}")
+        positions = _check_pools(f"kernel #{kernel}", pools, self.n_pools)
         rows = np.arange(start, stop)
-        terms = self.constants[kernel] + self.coefficients[rows, :, np.asarray(pools, dtype=np.int64)].sum(axis=0)
+        terms = self.constants[kernel] + self.coefficients[rows, :, positions].sum(axis=0)
         return float(terms.max())
 
     def seconds_all(self, entry_pools: IntArray) -> FloatArray:
         n_entries = len(self.coefficients)
+        entry_pools = np.asarray(entry_pools, dtype=np.int64)
+        if entry_pools.shape != (n_entries,):
+            raise PlanError(
+                f"a placement gives {entry_pools.size} pools; the kernels touch {n_entries} tensors"
+            )
+        _check_pools("the placement", entry_pools, self.n_pools)
         picked = self.coefficients[np.arange(n_entries), :, entry_pools]  # (n_entries, n_terms)
         sums = np.zeros_like(self.constants)
         owner = np.repeat(np.arange(self.n_kernels), np.diff(self.kernel_ptr))
@@ -106,8 +126,9 @@ class SeparableCosts:
                 f"{MAX_ENUMERATED_CONFIGS} a table may enumerate",
                 hint="use the separable form (the default for the analytic model)",
             )
-        configs = np.array(list(itertools.product(range(self.n_pools), repeat=width)), dtype=np.int8)
-        configs = configs.reshape(-1, width)
+        configs = np.array(
+            list(itertools.product(range(self.n_pools), repeat=width)), dtype=np.int8
+        ).reshape(self.n_pools**width, width)
         seconds = np.array([self.seconds(kernel, row) for row in configs], dtype=np.float64)
         return CostTable(configs=configs, seconds=seconds)
 
@@ -134,7 +155,10 @@ class TableCosts:
         lookup = self._lookup[kernel]
         if lookup is None:
             table = self.tables[kernel]
-            lookup = {tuple(int(p) for p in row): float(s) for row, s in zip(table.configs, table.seconds, strict=True)}
+            lookup = {
+                tuple(row): float(s)
+                for row, s in zip(table.configs.tolist(), table.seconds, strict=True)
+            }
             self._lookup[kernel] = lookup
         key = tuple(int(p) for p in pools)
         try:
