@@ -1,0 +1,70 @@
+"""DenseNets with bottleneck layers and compression (Huang et al. 2017, DenseNet-BC).
+
+Stem: 7x7/2 convolution (2 x growth channels), batch-norm, ReLU, 3x3/2 max pool.
+Each dense layer: batch-norm, ReLU, 1x1 convolution to 4 x growth channels,
+batch-norm, ReLU, 3x3 convolution to ``growth`` channels; its output is
+concatenated to its input (``x = concat(x, y)``, one concatenation per layer as
+in AutoTM's artifact, so every layer's input is a stored tensor as in a naive
+framework implementation). Transitions between blocks: batch-norm, ReLU, 1x1
+convolution halving the channels (compression 0.5), 2x2 average pool. Head:
+batch-norm, ReLU, global average pool, linear. Convolutions have no bias.
+"""
+
+from __future__ import annotations
+
+from autotm_core.errors import UsageError
+from autotm_core.ir import Graph
+from autotm_core.zoo import layers as L
+from autotm_core.zoo.tape import Optimizer, Tape, Value, check_positive
+
+DENSENET_BLOCKS: dict[int, tuple[int, int, int, int]] = {
+    121: (6, 12, 24, 16),
+    169: (6, 12, 32, 32),
+    201: (6, 12, 48, 32),
+    264: (6, 12, 64, 48),
+}
+"""Dense layers per block, by depth."""
+
+
+def _bn_relu_conv(t: Tape, x: Value, channels: int, kernel: int, *, name: str) -> Value:
+    x = L.batch_norm(t, x, name=f"{name}.bn")
+    x = L.relu(t, x, name=f"{name}.relu")
+    return L.conv2d(t, x, channels, kernel, padding=kernel // 2, name=f"{name}.conv")
+
+
+def densenet(depth: int = 264, *, batch: int = 1, image: int = 224, classes: int = 1000,
+             growth: int = 32, dtype: str = "float32",
+             optimizer: Optimizer | str = Optimizer.MOMENTUM) -> Graph:
+    """One training step of DenseNet-``depth`` (121, 169, 201 or 264)."""
+    if depth not in DENSENET_BLOCKS:
+        raise UsageError(f"no DenseNet of depth {depth}",
+                         hint="choose one of " + ", ".join(map(str, DENSENET_BLOCKS)))
+    name = f"densenet{depth}"
+    check_positive(name, batch=batch, image=image, classes=classes, growth=growth)
+    t = Tape(name, dtype=dtype)
+    x, labels = L.image_inputs(t, batch=batch, image=image)
+    x = L.conv2d(t, x, 2 * growth, 7, stride=2, padding=3, name="stem.conv")
+    x = L.batch_norm(t, x, name="stem.bn")
+    x = L.relu(t, x, name="stem.relu")
+    x = L.max_pool2d(t, x, 3, stride=2, padding=1, name="stem.pool")
+    blocks = DENSENET_BLOCKS[depth]
+    for b, layers in enumerate(blocks, start=1):
+        for i in range(layers):
+            prefix = f"block{b}.layer{i}"
+            y = _bn_relu_conv(t, x, 4 * growth, 1, name=f"{prefix}.1")
+            y = _bn_relu_conv(t, y, growth, 3, name=f"{prefix}.2")
+            x = L.concat(t, [x, y], name=f"{prefix}.concat")
+        if b < len(blocks):
+            x = _bn_relu_conv(t, x, x.shape[1] // 2, 1, name=f"transition{b}")
+            x = L.avg_pool2d(t, x, 2, name=f"transition{b}.pool")
+    x = L.batch_norm(t, x, name="final.bn")
+    x = L.relu(t, x, name="final.relu")
+    x = L.global_avg_pool(t, x, name="avgpool")
+    logits = L.linear(t, x, classes, name="fc")
+    t.loss(logits, labels)
+    return t.finish(optimizer=optimizer)
+
+
+def densenet264(**options: object) -> Graph:
+    """DenseNet-264 (growth 32, blocks 6/12/64/48): about 33.3 M parameters."""
+    return densenet(264, **options)  # type: ignore[arg-type]

@@ -1,0 +1,135 @@
+"""Inception v4 (Szegedy et al. 2016, "Inception-v4, Inception-ResNet and the Impact of
+Residual Connections on Learning"), at 299x299 by default.
+
+Every convolution is followed by batch-norm and ReLU (no bias), as in the
+reference implementations; unpadded ("valid") unless noted. Stem ->
+4 x Inception-A (35x35, 384 channels) -> Reduction-A -> 7 x Inception-B (17x17,
+1024) -> Reduction-B -> 3 x Inception-C (8x8, 1536) -> global average pool ->
+linear. Average-pool branches use a 3x3, stride-1, padding-1 pool. The smallest
+image the stem and reductions accept is 75x75.
+"""
+
+from __future__ import annotations
+
+from autotm_core.ir import Graph
+from autotm_core.zoo import layers as L
+from autotm_core.zoo.tape import Optimizer, Tape, Value, check_positive
+
+Kernel = int | tuple[int, int]
+
+
+def _conv(t: Tape, x: Value, channels: int, kernel: Kernel, *, name: str, stride: int = 1,
+          padding: Kernel = 0) -> Value:
+    x = L.conv2d(t, x, channels, kernel, stride=stride, padding=padding, name=f"{name}.conv")
+    x = L.batch_norm(t, x, name=f"{name}.bn")
+    return L.relu(t, x, name=f"{name}.relu")
+
+
+def _chain(t: Tape, x: Value, convs: list[tuple[int, Kernel, Kernel, int]], *, name: str) -> Value:
+    """Convolutions in sequence: (channels, kernel, padding, stride) each."""
+    for i, (channels, kernel, padding, stride) in enumerate(convs):
+        x = _conv(t, x, channels, kernel, padding=padding, stride=stride, name=f"{name}.{i}")
+    return x
+
+
+_1X7, _7X1, _1X3, _3X1 = (1, 7), (7, 1), (1, 3), (3, 1)
+_P1X7, _P7X1, _P1X3, _P3X1 = (0, 3), (3, 0), (0, 1), (1, 0)
+
+
+def _stem(t: Tape, x: Value) -> Value:
+    x = _chain(t, x, [(32, 3, 0, 2), (32, 3, 0, 1), (64, 3, 1, 1)], name="stem")
+    a = L.max_pool2d(t, x, 3, stride=2, name="mixed_3a.pool")
+    b = _conv(t, x, 96, 3, stride=2, name="mixed_3a.conv")
+    x = L.concat(t, [a, b], name="mixed_3a")
+    a = _chain(t, x, [(64, 1, 0, 1), (96, 3, 0, 1)], name="mixed_4a.b0")
+    b = _chain(t, x, [(64, 1, 0, 1), (64, _1X7, _P1X7, 1), (64, _7X1, _P7X1, 1), (96, 3, 0, 1)],
+               name="mixed_4a.b1")
+    x = L.concat(t, [a, b], name="mixed_4a")
+    a = _conv(t, x, 192, 3, stride=2, name="mixed_5a.conv")
+    b = L.max_pool2d(t, x, 3, stride=2, name="mixed_5a.pool")
+    return L.concat(t, [a, b], name="mixed_5a")
+
+
+def _pool_branch(t: Tape, x: Value, channels: int, *, name: str) -> Value:
+    p = L.avg_pool2d(t, x, 3, stride=1, padding=1, name=f"{name}.pool")
+    return _conv(t, p, channels, 1, name=f"{name}.conv")
+
+
+def _inception_a(t: Tape, x: Value, *, name: str) -> Value:
+    branches = [
+        _conv(t, x, 96, 1, name=f"{name}.b0"),
+        _chain(t, x, [(64, 1, 0, 1), (96, 3, 1, 1)], name=f"{name}.b1"),
+        _chain(t, x, [(64, 1, 0, 1), (96, 3, 1, 1), (96, 3, 1, 1)], name=f"{name}.b2"),
+        _pool_branch(t, x, 96, name=f"{name}.b3"),
+    ]
+    return L.concat(t, branches, name=name)
+
+
+def _reduction_a(t: Tape, x: Value, *, name: str) -> Value:
+    branches = [
+        _conv(t, x, 384, 3, stride=2, name=f"{name}.b0"),
+        _chain(t, x, [(192, 1, 0, 1), (224, 3, 1, 1), (256, 3, 0, 2)], name=f"{name}.b1"),
+        L.max_pool2d(t, x, 3, stride=2, name=f"{name}.b2"),
+    ]
+    return L.concat(t, branches, name=name)
+
+
+def _inception_b(t: Tape, x: Value, *, name: str) -> Value:
+    branches = [
+        _conv(t, x, 384, 1, name=f"{name}.b0"),
+        _chain(t, x, [(192, 1, 0, 1), (224, _1X7, _P1X7, 1), (256, _7X1, _P7X1, 1)],
+               name=f"{name}.b1"),
+        _chain(t, x, [(192, 1, 0, 1), (192, _7X1, _P7X1, 1), (224, _1X7, _P1X7, 1),
+                      (224, _7X1, _P7X1, 1), (256, _1X7, _P1X7, 1)], name=f"{name}.b2"),
+        _pool_branch(t, x, 128, name=f"{name}.b3"),
+    ]
+    return L.concat(t, branches, name=name)
+
+
+def _reduction_b(t: Tape, x: Value, *, name: str) -> Value:
+    branches = [
+        _chain(t, x, [(192, 1, 0, 1), (192, 3, 0, 2)], name=f"{name}.b0"),
+        _chain(t, x, [(256, 1, 0, 1), (256, _1X7, _P1X7, 1), (320, _7X1, _P7X1, 1),
+                      (320, 3, 0, 2)], name=f"{name}.b1"),
+        L.max_pool2d(t, x, 3, stride=2, name=f"{name}.b2"),
+    ]
+    return L.concat(t, branches, name=name)
+
+
+def _inception_c(t: Tape, x: Value, *, name: str) -> Value:
+    b1 = _conv(t, x, 384, 1, name=f"{name}.b1.0")
+    b2 = _chain(t, x, [(384, 1, 0, 1), (448, _3X1, _P3X1, 1), (512, _1X3, _P1X3, 1)],
+                name=f"{name}.b2")
+    branches = [
+        _conv(t, x, 256, 1, name=f"{name}.b0"),
+        _conv(t, b1, 256, _1X3, padding=_P1X3, name=f"{name}.b1.1a"),
+        _conv(t, b1, 256, _3X1, padding=_P3X1, name=f"{name}.b1.1b"),
+        _conv(t, b2, 256, _1X3, padding=_P1X3, name=f"{name}.b2.3a"),
+        _conv(t, b2, 256, _3X1, padding=_P3X1, name=f"{name}.b2.3b"),
+        _pool_branch(t, x, 256, name=f"{name}.b3"),
+    ]
+    return L.concat(t, branches, name=name)
+
+
+def inception_v4(*, batch: int = 1, image: int = 299, classes: int = 1000, dropout: bool = False,
+                 dtype: str = "float32",
+                 optimizer: Optimizer | str = Optimizer.MOMENTUM) -> Graph:
+    """One training step of Inception v4: about 42.7 M parameters, 12.3 GMACs at 299x299."""
+    check_positive("inception_v4", batch=batch, image=image, classes=classes)
+    t = Tape("inception_v4", dtype=dtype)
+    x, labels = L.image_inputs(t, batch=batch, image=image)
+    x = _stem(t, x)
+    for i in range(4):
+        x = _inception_a(t, x, name=f"inception_a{i}")
+    x = _reduction_a(t, x, name="reduction_a")
+    for i in range(7):
+        x = _inception_b(t, x, name=f"inception_b{i}")
+    x = _reduction_b(t, x, name="reduction_b")
+    for i in range(3):
+        x = _inception_c(t, x, name=f"inception_c{i}")
+    x = L.global_avg_pool(t, x, name="avgpool")
+    if dropout:
+        x = L.dropout(t, x, name="dropout")
+    logits = L.linear(t, x, classes, name="fc")
+    t.loss(logits, labels)
+    return t.finish(optimizer=optimizer)

@@ -1,0 +1,75 @@
+"""ResNets with bottleneck blocks (He et al. 2016; torchvision's v1.5, stride on the 3x3).
+
+Stem: 7x7/2 convolution (64), batch-norm, ReLU, 3x3/2 max pool. Each bottleneck:
+1x1 (width) - 3x3 (width, stride) - 1x1 (4 x width) convolutions, each with
+batch-norm, ReLU after the first two and after the residual add; the first block
+of each stage projects the shortcut with a strided 1x1 convolution + batch-norm.
+Convolutions have no bias. Head: global average pool, linear to ``classes``.
+"""
+
+from __future__ import annotations
+
+from autotm_core.errors import UsageError
+from autotm_core.ir import Graph
+from autotm_core.zoo import layers as L
+from autotm_core.zoo.tape import Optimizer, Tape, Value, check_positive
+
+RESNET_STAGES: dict[int, tuple[int, int, int, int]] = {
+    50: (3, 4, 6, 3),
+    101: (3, 4, 23, 3),
+    152: (3, 8, 36, 3),
+    200: (3, 24, 36, 3),
+}
+"""Bottleneck blocks per stage, by depth."""
+
+
+def _conv_bn(t: Tape, x: Value, channels: int, kernel: int, *, name: str, stride: int = 1,
+             relu: bool = True) -> Value:
+    x = L.conv2d(t, x, channels, kernel, stride=stride, padding=kernel // 2, name=f"{name}.conv")
+    x = L.batch_norm(t, x, name=f"{name}.bn")
+    return L.relu(t, x, name=f"{name}.relu") if relu else x
+
+
+def _bottleneck(t: Tape, x: Value, width: int, stride: int, *, name: str) -> Value:
+    out = _conv_bn(t, x, width, 1, name=f"{name}.1")
+    out = _conv_bn(t, out, width, 3, stride=stride, name=f"{name}.2")
+    out = _conv_bn(t, out, 4 * width, 1, relu=False, name=f"{name}.3")
+    shortcut = x
+    if stride != 1 or x.shape[1] != 4 * width:
+        shortcut = _conv_bn(t, x, 4 * width, 1, stride=stride, relu=False,
+                            name=f"{name}.downsample")
+    out = L.add(t, out, shortcut, name=f"{name}.add")
+    return L.relu(t, out, name=f"{name}.relu")
+
+
+def resnet(depth: int = 50, *, batch: int = 1, image: int = 224, classes: int = 1000,
+           dtype: str = "float32", optimizer: Optimizer | str = Optimizer.MOMENTUM) -> Graph:
+    """One training step of ResNet-``depth`` (50, 101, 152 or 200)."""
+    if depth not in RESNET_STAGES:
+        raise UsageError(f"no ResNet of depth {depth}",
+                         hint="choose one of " + ", ".join(map(str, RESNET_STAGES)))
+    name = f"resnet{depth}"
+    check_positive(name, batch=batch, image=image, classes=classes)
+    t = Tape(name, dtype=dtype)
+    x, labels = L.image_inputs(t, batch=batch, image=image)
+    x = _conv_bn(t, x, 64, 7, stride=2, name="stem")
+    x = L.max_pool2d(t, x, 3, stride=2, padding=1, name="stem.pool")
+    for s, blocks in enumerate(RESNET_STAGES[depth]):
+        width = 64 * 2**s
+        for i in range(blocks):
+            stride = 2 if i == 0 and s > 0 else 1
+            x = _bottleneck(t, x, width, stride, name=f"layer{s + 1}.{i}")
+    x = L.global_avg_pool(t, x, name="avgpool")
+    logits = L.linear(t, x, classes, name="fc")
+    t.loss(logits, labels)
+    return t.finish(optimizer=optimizer)
+
+
+def resnet50(**options: object) -> Graph:
+    """ResNet-50: about 25.6 M parameters, 4.1 GMACs at 224x224."""
+    return resnet(50, **options)  # type: ignore[arg-type]
+
+
+def resnet200(**options: object) -> Graph:
+    """ResNet-200 (stages 3, 24, 36, 3): about 64.7 M parameters."""
+    return resnet(200, **options)  # type: ignore[arg-type]
