@@ -129,7 +129,10 @@ class SeparableCosts:
         configs = np.array(
             list(itertools.product(range(self.n_pools), repeat=width)), dtype=np.int8
         ).reshape(self.n_pools**width, width)
-        seconds = np.array([self.seconds(kernel, row) for row in configs], dtype=np.float64)
+        start = int(self.kernel_ptr[kernel])
+        rows = np.arange(start, start + width)
+        picked = self.coefficients[rows[np.newaxis, :], :, configs]  # (n_configs, width, n_terms)
+        seconds = (self.constants[kernel] + picked.sum(axis=1)).max(axis=1)
         return CostTable(configs=configs, seconds=seconds)
 
     def separable(self) -> SeparableCosts:
