@@ -2,5 +2,7 @@
 
 from autotm_core.plans.build import kernel_configs, make_plan
 from autotm_core.plans.model import Move, MoveKind, Plan, Residency
+from autotm_core.plans.verify import check_plan, verify_plan
 
-__all__ = ["Move", "MoveKind", "Plan", "Residency", "kernel_configs", "make_plan"]
+__all__ = ["Move", "MoveKind", "Plan", "Residency", "check_plan", "kernel_configs", "make_plan",
+           "verify_plan"]

@@ -1,0 +1,176 @@
+"""A plan as NumPy arrays of positions, the form the verifier and the simulator work on.
+
+Names become positions once (tensor position in ``graph.tensors``, pool
+position in ``system.pools``, kernel position); a record naming something
+unknown is left out and reported, so that every later check is vectorised.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.model import MoveKind, Plan
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+NO_OFFSET = np.iinfo(np.int64).min
+"""What :attr:`PlanArrays.res_offset` holds for a residency without an address."""
+
+NOWHERE = "?"
+"""The pool name :func:`autotm_core.plans.kernel_configs` writes for a tensor resident nowhere."""
+
+
+@attrs.frozen(slots=True, eq=False)
+class PlanArrays:
+    """The known records of a plan, as parallel arrays of positions."""
+
+    n_kernels: int
+    """Kernels of the graph."""
+    n_pools: int
+    """Pools of the memory system."""
+    res_index: IntArray
+    """Position of each kept residency in ``plan.residencies``."""
+    res_tensor: IntArray
+    """Tensor position of each kept residency."""
+    res_pool: IntArray
+    """Pool position of each kept residency."""
+    res_first: IntArray
+    """First kernel of each kept residency."""
+    res_last: IntArray
+    """Last kernel of each kept residency."""
+    res_offset: IntArray
+    """Byte address of each kept residency, :data:`NO_OFFSET` when it has none."""
+    move_index: IntArray
+    """Position of each kept move in ``plan.moves``."""
+    move_tensor: IntArray
+    """Tensor position of each kept move."""
+    move_source: IntArray
+    """Source pool position of each kept move."""
+    move_target: IntArray
+    """Target pool position of each kept move."""
+    move_kernel: IntArray
+    """Kernel of each kept move (sync: before it; async: during it)."""
+    move_async: BoolArray
+    """Whether each kept move is asynchronous."""
+    entry_pools: IntArray
+    """Pool of each entry of ``liveness.kernel_tensors`` per ``plan.configs``; -1 when unknown."""
+
+    def group(self, tensor: IntArray, pool: IntArray) -> IntArray:
+        """One integer per (tensor, pool) pair."""
+        return tensor * self.n_pools + pool
+
+    def key(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> IntArray:
+        """One integer per (tensor, pool, kernel) triple (kernel in ``-1 .. n_kernels``)."""
+        return self.group(tensor, pool) * (self.n_kernels + 2) + (kernel + 1)
+
+
+def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArrays, list[str]]:
+    """The plan's records as arrays, and a problem for each record naming something unknown."""
+    problems: list[str] = []
+    tensors = graph.tensor_index
+    pools = {pool.name: i for i, pool in enumerate(system.pools)}
+    known_pools = ", ".join(pools)
+
+    rs = plan.residencies
+    res_t = np.array([tensors.get(r.tensor, -1) for r in rs], dtype=np.int64)
+    res_p = np.array([pools.get(r.pool, -1) for r in rs], dtype=np.int64)
+    for i in np.flatnonzero((res_t < 0) | (res_p < 0)):
+        r = rs[i]
+        if res_t[i] < 0:
+            problems.append(f"residencies[{i}]: tensor {r.tensor!r} is not in graph {graph.name!r}")
+        else:
+            problems.append(
+                f"residencies[{i}]: tensor {r.tensor!r} is in pool {r.pool!r}, which memory system "
+                f"{system.name!r} does not have (its pools: {known_pools})"
+            )
+    res_keep = np.flatnonzero((res_t >= 0) & (res_p >= 0))
+    res_first = np.array([r.first for r in rs], dtype=np.int64)
+    res_last = np.array([r.last for r in rs], dtype=np.int64)
+    res_offset = np.array([NO_OFFSET if r.offset is None else r.offset for r in rs], dtype=np.int64)
+
+    ms = plan.moves
+    mv_t = np.array([tensors.get(m.tensor, -1) for m in ms], dtype=np.int64)
+    mv_s = np.array([pools.get(m.source, -1) for m in ms], dtype=np.int64)
+    mv_d = np.array([pools.get(m.target, -1) for m in ms], dtype=np.int64)
+    for i in np.flatnonzero((mv_t < 0) | (mv_s < 0) | (mv_d < 0)):
+        m = ms[i]
+        if mv_t[i] < 0:
+            problems.append(f"moves[{i}]: tensor {m.tensor!r} is not in graph {graph.name!r}")
+        else:
+            bad = m.source if mv_s[i] < 0 else m.target
+            problems.append(
+                f"moves[{i}]: move of tensor {m.tensor!r} names pool {bad!r}, which memory system "
+                f"{system.name!r} does not have (its pools: {known_pools})"
+            )
+    mv_keep = np.flatnonzero((mv_t >= 0) & (mv_s >= 0) & (mv_d >= 0))
+    mv_k = np.array([m.kernel for m in ms], dtype=np.int64)
+    mv_a = np.array([m.kind is MoveKind.ASYNC for m in ms], dtype=np.bool_)
+
+    entry_pools = _entry_pools(plan, graph, pools, problems)
+    arrays = PlanArrays(
+        n_kernels=len(graph.kernels),
+        n_pools=len(system.pools),
+        res_index=res_keep,
+        res_tensor=res_t[res_keep],
+        res_pool=res_p[res_keep],
+        res_first=res_first[res_keep],
+        res_last=res_last[res_keep],
+        res_offset=res_offset[res_keep],
+        move_index=mv_keep,
+        move_tensor=mv_t[mv_keep],
+        move_source=mv_s[mv_keep],
+        move_target=mv_d[mv_keep],
+        move_kernel=mv_k[mv_keep],
+        move_async=mv_a[mv_keep],
+        entry_pools=entry_pools,
+    )
+    return arrays, problems
+
+
+def _entry_pools(plan: Plan, graph: Graph, pools: dict[str, int], problems: list[str]) -> IntArray:
+    live = graph.liveness
+    ptr = live.kernel_ptr
+    entry_pools = np.full(len(live.kernel_tensors), -1, dtype=np.int64)
+    if len(plan.configs) != len(graph.kernels):
+        problems.append(
+            f"configs: the plan gives {len(plan.configs)} kernel configurations, graph "
+            f"{graph.name!r} has {len(graph.kernels)} kernels; was it made for another graph?"
+        )
+        return entry_pools
+    codes = dict(pools)
+    codes[NOWHERE] = -2
+    widths = np.diff(ptr)
+    placed = np.fromiter(map(len, plan.configs), dtype=np.int64, count=len(plan.configs))
+    for k in np.flatnonzero(placed != widths):
+        problems.append(
+            f"configs[{k}]: kernel #{k} ({graph.kernels[k].name!r}) touches {widths[k]} tensors, "
+            f"the plan places {placed[k]}"
+        )
+    rows = [row if len(row) == width else (None,) * width
+            for row, width in zip(plan.configs, widths.tolist(), strict=True)]
+    entry_pools[:] = [codes.get(name, -1) for name in itertools.chain.from_iterable(rows)]
+    owner = np.repeat(np.arange(len(graph.kernels)), widths)
+    for e in np.flatnonzero(entry_pools == -1):
+        k = int(owner[e])
+        name = rows[k][e - ptr[k]]
+        if name is not None:
+            problems.append(
+                f"configs[{k}]: kernel #{k} ({graph.kernels[k].name!r}) names pool {name!r}, which "
+                "the memory system does not have"
+            )
+    for e in np.flatnonzero(entry_pools == -2):
+        k = int(owner[e])
+        tensor = graph.tensors[int(live.kernel_tensors[e])].name
+        problems.append(
+            f"kernel #{k} ({graph.kernels[k].name!r}): tensor {tensor!r} is resident in no pool "
+            f"when the kernel runs (its configuration says {NOWHERE!r})"
+        )
+    entry_pools[entry_pools == -2] = -1
+    return entry_pools

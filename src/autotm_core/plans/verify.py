@@ -1,0 +1,364 @@
+"""The independent verifier of plans: it trusts nothing the planner says.
+
+:func:`verify_plan` checks a :class:`~autotm_core.plans.model.Plan` against the
+graph and the memory system it claims to be for, following the semantics in
+:mod:`autotm_core.plans.model`, and returns every problem it finds, each naming
+the tensor, kernel and pool at fault. :func:`check_plan` raises one
+:class:`~autotm_core.errors.PlanError` carrying all of them. Every rule is a
+vectorised pass over the plan's arrays (:mod:`autotm_core.plans.arrays`), so
+plans of 100,000 kernels verify in seconds. Memory rules (capacity, addresses)
+live in :mod:`autotm_core.plans.verify_memory`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autotm_core.errors import PlanError, summarize_problems
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.arrays import BoolArray, IntArray, PlanArrays, encode_plan
+from autotm_core.plans.model import Plan
+from autotm_core.plans.verify_memory import check_capacities, check_memory
+
+MAX_REPORTED = 50
+"""Problems of one rule listed one by one; beyond that, one line counts the rest."""
+
+
+def check_plan(plan: Plan, graph: Graph, system: MemorySystem) -> Plan:
+    """``plan`` itself when :func:`verify_plan` finds nothing; else one :class:`PlanError`."""
+    problems = verify_plan(plan, graph, system)
+    if problems:
+        who = f" by {plan.planner!r}" if plan.planner else ""
+        raise PlanError(
+            summarize_problems(f"plan{who} for graph {graph.name!r} on {system.name!r}", problems),
+            problems=problems,
+            hint="'python -m autotm_core verify PLAN --graph G --system S' lists every problem",
+        )
+    return plan
+
+
+def verify_plan(plan: Plan, graph: Graph, system: MemorySystem) -> list[str]:
+    """Every way ``plan`` breaks the rules of :mod:`autotm_core.plans.model`; empty when valid."""
+    problems: list[str] = []
+    if plan.graph != graph.name:
+        problems.append(f"the plan was made for graph {plan.graph!r}, not {graph.name!r}")
+    if plan.system != system.name:
+        problems.append(f"the plan was made for memory system {plan.system!r}, not {system.name!r}")
+    problems += check_capacities(plan, system)
+    arrays, found = encode_plan(plan, graph, system)
+    problems += found
+    checker = _Checker(graph, system, arrays)
+    problems += checker.residency_spans()
+    valid = checker.valid
+    problems += checker.restrictions(valid)
+    problems += checker.duplicates(valid)
+    problems += checker.beginnings(valid)
+    problems += checker.coverage(valid)
+    problems += checker.configs()
+    problems += checker.moves()
+    problems += check_memory(plan, graph, system, arrays, valid, checker.kernel)
+    return problems
+
+
+def limited(messages: list[str], total: int, what: str) -> list[str]:
+    """``messages`` (the first :data:`MAX_REPORTED` of ``total``), plus a line counting the rest."""
+    if total > len(messages):
+        messages = [*messages, f"... and {total - len(messages)} more {what}"]
+    return messages
+
+
+class _Checker:
+    """The rules about where tensors are and how they get there."""
+
+    def __init__(self, graph: Graph, system: MemorySystem, arrays: PlanArrays) -> None:
+        self.graph = graph
+        self.live = graph.liveness
+        self.a = arrays
+        self.n = arrays.n_kernels
+        self.tensor_names = [t.name for t in graph.tensors]
+        self.pool_names = [p.name for p in system.pools]
+        a = arrays
+        self.valid: BoolArray = (
+            (a.res_first >= 0) & (a.res_last < self.n) & (a.res_first <= a.res_last)
+        )
+        # Residencies of one (tensor, pool) sorted by first kernel, with the running maximum of
+        # their last kernel, answer "is t in p at k" and "does a residency of t in p begin at k".
+        rows = np.flatnonzero(self.valid)
+        group = a.group(a.res_tensor[rows], a.res_pool[rows])
+        order = np.lexsort((a.res_first[rows], group))
+        self._rows = rows[order]
+        self._group = group[order]
+        kept = self._rows
+        self._keys = a.key(a.res_tensor[kept], a.res_pool[kept], a.res_first[kept])
+        shift = self._group * (self.n + 2)
+        self._reach = np.maximum.accumulate(shift + a.res_last[kept] + 1) - shift - 1
+        asyn = a.move_async
+        self.moved_in = np.unique(a.key(a.move_tensor, a.move_target, a.move_kernel))
+        self.in_flight = np.unique(
+            a.key(a.move_tensor[asyn], a.move_target[asyn], a.move_kernel[asyn])
+        )
+
+    # -- lookups --------------------------------------------------------------------------
+
+    def covered(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> BoolArray:
+        """Whether some residency of ``tensor`` in ``pool`` covers ``kernel`` (elementwise)."""
+        if not len(self._keys):
+            return np.zeros(len(tensor), dtype=np.bool_)
+        group = self.a.group(tensor, pool)
+        at = np.searchsorted(self._keys, self.a.key(tensor, pool, kernel), side="right") - 1
+        safe = np.maximum(at, 0)
+        return (at >= 0) & (self._group[safe] == group) & (self._reach[safe] >= kernel)
+
+    def begins(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> BoolArray:
+        """Whether a residency of ``tensor`` in ``pool`` begins at ``kernel`` (elementwise)."""
+        key = self.a.key(tensor, pool, kernel)
+        at = np.minimum(np.searchsorted(self._keys, key), max(len(self._keys) - 1, 0))
+        return (self._keys[at] == key) if len(self._keys) else np.zeros(len(key), dtype=np.bool_)
+
+    # -- naming ---------------------------------------------------------------------------
+
+    def kernel(self, k: int) -> str:
+        """``kernel #k ('name')``."""
+        k = int(k)
+        if 0 <= k < self.n:
+            return f"kernel #{k} ({self.graph.kernels[k].name!r})"
+        return f"kernel #{k}"
+
+    def residency(self, i: int) -> str:
+        a = self.a
+        tensor, pool = self.tensor_names[a.res_tensor[i]], self.pool_names[a.res_pool[i]]
+        return (
+            f"residencies[{a.res_index[i]}]: tensor {tensor!r} in pool {pool!r} "
+            f"(kernels {a.res_first[i]}..{a.res_last[i]})"
+        )
+
+    def move(self, i: int) -> str:
+        a = self.a
+        kind = "during" if a.move_async[i] else "before"
+        tensor = self.tensor_names[a.move_tensor[i]]
+        source, target = self.pool_names[a.move_source[i]], self.pool_names[a.move_target[i]]
+        return (
+            f"moves[{a.move_index[i]}]: {'async' if a.move_async[i] else 'sync'} move of tensor "
+            f"{tensor!r} from pool {source!r} to {target!r} {kind} {self.kernel(a.move_kernel[i])}"
+        )
+
+    def _report(self, bad: BoolArray, message, what: str) -> list[str]:  # type: ignore[no-untyped-def]
+        rows = np.flatnonzero(bad)
+        return limited([message(int(i)) for i in rows[:MAX_REPORTED]], len(rows), what)
+
+    # -- rules ----------------------------------------------------------------------------
+
+    def residency_spans(self) -> list[str]:
+        """Spans inside the program, first <= last, and inside the tensor's life."""
+        a, live = self.a, self.live
+        out = self._report(
+            ~self.valid,
+            lambda i: f"{self.residency(i)}: not a span of kernels 0..{self.n - 1} "
+            "with first <= last",
+            "residencies with a bad span",
+        )
+        born, dies = live.first[a.res_tensor], live.last[a.res_tensor]
+        never = self.valid & (dies < born)
+        out += self._report(
+            never,
+            lambda i: f"{self.residency(i)}: the tensor never exists (no kernel writes it and it "
+            "does not exist before the step)",
+            "residencies of tensors that never exist",
+        )
+        early = self.valid & ~never & (a.res_first < born)
+        out += self._report(
+            early,
+            lambda i: f"{self.residency(i)}: begins before the tensor exists (born at "
+            f"{self.kernel(born[i])})",
+            "residencies beginning before birth",
+        )
+        late = self.valid & ~never & (a.res_last > dies)
+        out += self._report(
+            late,
+            lambda i: f"{self.residency(i)}: lasts after the tensor is freed (last live at "
+            f"{self.kernel(dies[i])}); end it there",
+            "residencies lasting after free",
+        )
+        return out
+
+    def restrictions(self, valid: BoolArray) -> list[str]:
+        """Each tensor only in the pools it may live in (``Tensor.pools``)."""
+        allowed = np.ones((len(self.tensor_names), self.a.n_pools), dtype=np.bool_)
+        for t, tensor in enumerate(self.graph.tensors):
+            if tensor.pools is not None:
+                allowed[t] = [name in tensor.pools for name in self.pool_names]
+        bad = valid & ~allowed[self.a.res_tensor, self.a.res_pool]
+        return self._report(
+            bad,
+            lambda i: f"{self.residency(i)}: the tensor may live only in pools "
+            f"{', '.join(self.graph.tensors[self.a.res_tensor[i]].pools or ())}",
+            "residencies in forbidden pools",
+        )
+
+    def duplicates(self, valid: BoolArray) -> list[str]:
+        """No two residencies of one tensor in one pool overlap in time."""
+        if len(self._rows) < 2:
+            return []
+        a = self._rows
+        same = self._group[1:] == self._group[:-1]
+        overlap = same & (self.a.res_first[a[1:]] <= self._reach[:-1])
+        rows = np.flatnonzero(overlap)
+        return limited(
+            [f"{self.residency(int(a[i + 1]))}: overlaps another residency of the same tensor in "
+             "the same pool; merge them" for i in rows[:MAX_REPORTED]],
+            len(rows),
+            "overlapping residencies",
+        )
+
+    def beginnings(self, valid: BoolArray) -> list[str]:
+        """Each residency begins at the tensor's birth (in its birth pool) or at a move into it."""
+        a, live = self.a, self.live
+        birth_pool = self._birth_pools()
+        t, p, first = a.res_tensor, a.res_pool, a.res_first
+        at_birth = (first == live.first[t]) & ((birth_pool[t] < 0) | (birth_pool[t] == p))
+        moved = np.isin(a.key(t, p, first), self.moved_in)
+        bad = valid & ~at_birth & ~moved & (live.last[t] >= live.first[t])
+
+        def message(i: int) -> str:
+            if first[i] == live.first[t[i]]:
+                why = (f"the tensor is born there in pool {self.pool_names[birth_pool[t[i]]]!r} "
+                       "(its producer's configuration)")
+            else:
+                why = "the tensor is not born there"
+            return (f"{self.residency(i)}: begins at {self.kernel(first[i])}, but {why} and no "
+                    f"move into {self.pool_names[p[i]]!r} lands there; add the move")
+
+        return self._report(bad, message, "residencies beginning from nowhere")
+
+    def _birth_pools(self) -> IntArray:
+        """Pool each produced tensor is written to by its producer; -1 for any pool."""
+        live = self.live
+        owner = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(live.kernel_ptr))
+        tensors = live.kernel_tensors
+        births = np.full(len(self.tensor_names), -1, dtype=np.int64)
+        at_producer = owner == live.producer[tensors]
+        births[tensors[at_producer]] = self.a.entry_pools[at_producer]
+        return births
+
+    def coverage(self, valid: BoolArray) -> list[str]:
+        """Each tensor resident somewhere at every kernel of its life."""
+        a, live = self.a, self.live
+        rows = np.flatnonzero(valid)
+        t, first, last = a.res_tensor[rows], a.res_first[rows], a.res_last[rows]
+        order = np.lexsort((first, t))
+        t, first, last = t[order], first[order], last[order]
+        big = self.n + 2
+        reach = np.maximum.accumulate(t * big + last + 1) - t * big - 1
+        if len(t):
+            head = np.r_[True, t[1:] != t[:-1]]
+            tail = np.r_[t[1:] != t[:-1], True]
+            inner = np.flatnonzero(~head)
+            inner = inner[first[inner] > reach[inner - 1] + 1]
+            gap_t = np.concatenate([t[inner], t[head], t[tail]])
+            before, after = np.full(head.sum(), -1), np.full(tail.sum(), self.n)
+            gap_lo = np.concatenate([reach[inner - 1] + 1, before, reach[tail] + 1])
+            gap_hi = np.concatenate([first[inner] - 1, first[head] - 1, after])
+            gap_lo = np.maximum(gap_lo, live.first[gap_t])
+            gap_hi = np.minimum(gap_hi, live.last[gap_t])
+            real = gap_lo <= gap_hi
+            gap_t, gap_lo, gap_hi = gap_t[real], gap_lo[real], gap_hi[real]
+        else:
+            gap_t = gap_lo = gap_hi = np.zeros(0, dtype=np.int64)
+        count = len(gap_t)
+        out = [
+            f"tensor {self.tensor_names[tensor]!r} is resident in no pool at kernels {lo}..{hi} "
+            f"(from {self.kernel(lo)}), though it is live at kernels "
+            f"{live.first[tensor]}..{live.last[tensor]}"
+            for tensor, lo, hi in zip(gap_t[:MAX_REPORTED], gap_lo, gap_hi, strict=False)
+        ]
+        has = np.zeros(len(self.tensor_names), dtype=np.bool_)
+        has[t] = True
+        for tensor in np.flatnonzero(~has & (live.last >= live.first) & (live.last >= 0)):
+            count += 1
+            if len(out) < MAX_REPORTED:
+                out.append(
+                    f"tensor {self.tensor_names[tensor]!r} has no residency, though it is live at "
+                    f"kernels {live.first[tensor]}..{live.last[tensor]} (from "
+                    f"{self.kernel(live.first[tensor])})"
+                )
+        return limited(out, count, "tensors resident nowhere")
+
+    def configs(self) -> list[str]:
+        """Each kernel finds its tensors where its configuration says, usable at that kernel."""
+        live = self.live
+        owner = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(live.kernel_ptr))
+        entries = np.flatnonzero(self.a.entry_pools >= 0)
+        t, p, k = live.kernel_tensors[entries], self.a.entry_pools[entries], owner[entries]
+
+        def where(i: int) -> str:
+            return (f"{self.kernel(k[i])} uses tensor {self.tensor_names[t[i]]!r} in pool "
+                    f"{self.pool_names[p[i]]!r}")
+
+        absent = ~self.covered(t, p, k)
+        out = self._report(
+            absent,
+            lambda i: f"{where(i)}, where it is not resident at that kernel",
+            "kernels using a tensor where it is not",
+        )
+        flight = ~absent & np.isin(self.a.key(t, p, k), self.in_flight)
+        out += self._report(
+            flight,
+            lambda i: f"{where(i)}, while an async move is still copying it there; use the "
+            "source copy, or move it earlier",
+            "kernels using a copy in flight",
+        )
+        return out
+
+    def moves(self) -> list[str]:
+        """Moves go from where the tensor is to a residency that begins at the move."""
+        a = self.a
+        t, src, dst, k = a.move_tensor, a.move_source, a.move_target, a.move_kernel
+        out = self._report(
+            (k < 0) | (k >= self.n),
+            lambda i: f"{self.move(i)}: the graph's kernels are 0..{self.n - 1}",
+            "moves outside the program",
+        )
+        ok = (k >= 0) & (k < self.n)
+        out += self._report(
+            ok & (src == dst), lambda i: f"{self.move(i)}: goes nowhere", "moves to the same pool"
+        )
+        first_sync = ok & ~a.move_async & (k == 0)
+        out += self._report(
+            first_sync,
+            lambda i: f"{self.move(i)}: there is no kernel before #0 to copy after; place the "
+            "tensor in the target pool from the start",
+            "sync moves before kernel 0",
+        )
+        ok &= ~first_sync & (src != dst)
+        from_kernel = np.where(a.move_async, k, k - 1)
+        gone = ok & ~self.covered(t, src, from_kernel)
+        out += self._report(
+            gone,
+            lambda i: f"{self.move(i)}: the tensor is not in the source pool at "
+            f"{self.kernel(from_kernel[i])}",
+            "moves from where the tensor is not",
+        )
+        nowhere = ok & ~self.begins(t, dst, k)
+        out += self._report(
+            nowhere,
+            lambda i: f"{self.move(i)}: no residency of the tensor in the target pool begins at "
+            f"kernel #{k[i]}; start one there",
+            "moves landing nowhere",
+        )
+        chained = ok & a.move_async & np.isin(a.key(t, src, k), self.in_flight)
+        out += self._report(
+            chained,
+            lambda i: f"{self.move(i)}: its source is itself still being copied during that kernel",
+            "moves from a copy in flight",
+        )
+        _, first_of, counts = np.unique(a.key(t, dst, k), return_index=True, return_counts=True)
+        twice = np.zeros(len(t), dtype=np.bool_)
+        twice[first_of[counts > 1]] = True
+        out += self._report(
+            twice,
+            lambda i: f"{self.move(i)}: the plan moves this tensor into this pool at this kernel "
+            "more than once; keep one move",
+            "repeated moves",
+        )
+        return out

@@ -1,0 +1,282 @@
+"""Memory rules of the plan verifier: pool capacities and tensor addresses.
+
+Time is counted in half steps: ``2k + 1`` is kernel ``k`` running, ``2k`` the
+boundary just before it, when synchronous moves copy. A residency occupies its
+pool over ``[2 first + 1, 2 last + 1]``, widened to ``2 first`` when a
+synchronous move lands it there, and to ``2 last + 2`` when a synchronous move
+copies it out just after its last kernel: a tensor being copied occupies both
+pools. A kernel's workspace occupies the fastest pool while the kernel runs.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+
+import numpy as np
+
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.arrays import NO_OFFSET, BoolArray, IntArray, PlanArrays
+from autotm_core.plans.model import Plan
+from autotm_core.units import format_bytes
+
+MAX_PER_POOL = 5
+"""Capacity overflows and address clashes listed one by one per pool."""
+
+
+def plan_capacities(plan: Plan, system: MemorySystem) -> list[int | None]:
+    """The capacity the plan holds each pool to (the system's where the plan's is unusable)."""
+    out: list[int | None] = []
+    for pool in system.pools:
+        value = plan.capacities.get(pool.name, pool.capacity_nbytes)
+        unusable = not _is_capacity(value) or (
+            pool.bounded and (value is None or value > (pool.capacity_nbytes or 0))
+        )
+        out.append(pool.capacity_nbytes if unusable else value)
+    return out
+
+
+def _is_capacity(value: object) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+def check_capacities(plan: Plan, system: MemorySystem) -> list[str]:
+    """The plan's capacities name the system's pools and exceed none of them."""
+    names = [pool.name for pool in system.pools]
+    out = [
+        f"capacities: pool {name!r} is not in memory system {system.name!r} "
+        f"(its pools: {', '.join(names)})"
+        for name in plan.capacities
+        if name not in names
+    ]
+    for pool in system.pools:
+        if pool.name not in plan.capacities:
+            out.append(f"capacities: pool {pool.name!r} is missing; give its capacity "
+                       "(null if unbounded)")
+            continue
+        value = plan.capacities[pool.name]
+        has = format_bytes(pool.capacity_nbytes or 0)
+        where = f"capacities: pool {pool.name!r}"
+        if not _is_capacity(value):
+            out.append(f"{where} has capacity {value!r}; give a whole number of bytes >= 0, "
+                       "or null for unbounded")
+        elif pool.bounded and value is None:
+            out.append(f"{where} is unbounded in the plan, but memory system {system.name!r} "
+                       f"holds only {has} there")
+        elif pool.bounded and value > (pool.capacity_nbytes or 0):
+            out.append(f"{where} gets {format_bytes(value)} in the plan, more than the {has} "
+                       f"memory system {system.name!r} has")
+    return out
+
+
+def half_step_spans(arrays: PlanArrays, rows: IntArray) -> tuple[IntArray, IntArray]:
+    """Start and end (inclusive, in half steps) of residencies ``rows`` (see the module doc)."""
+    a = arrays
+    sync = ~a.move_async & (a.move_kernel >= 1) & (a.move_kernel < a.n_kernels)
+    landing = np.unique(a.key(a.move_tensor[sync], a.move_target[sync], a.move_kernel[sync]))
+    leaving = np.unique(a.key(a.move_tensor[sync], a.move_source[sync], a.move_kernel[sync]))
+    t, p = a.res_tensor[rows], a.res_pool[rows]
+    start = 2 * a.res_first[rows] + 1 - np.isin(a.key(t, p, a.res_first[rows]), landing)
+    end = 2 * a.res_last[rows] + 1 + np.isin(a.key(t, p, a.res_last[rows] + 1), leaving)
+    return start, end
+
+
+def check_memory(
+    plan: Plan,
+    graph: Graph,
+    system: MemorySystem,
+    arrays: PlanArrays,
+    valid: BoolArray,
+    kernel: Callable[[int], str],
+) -> list[str]:
+    """Capacity of every bounded pool at every half step, and addresses inside pools, disjoint."""
+    memory = _Memory(graph, arrays, np.flatnonzero(valid), kernel)
+    out: list[str] = []
+    for p, capacity in enumerate(plan_capacities(plan, system)):
+        name = system.pools[p].name
+        if capacity is not None:
+            out += memory.capacity(p, name, capacity)
+        out += memory.offsets(p, name, capacity)
+    return out
+
+
+class _Memory:
+    """The residencies kept by the verifier, as half-step spans with their sizes."""
+
+    def __init__(
+        self, graph: Graph, arrays: PlanArrays, rows: IntArray, kernel: Callable[[int], str]
+    ) -> None:
+        self.a = arrays
+        self.rows = rows
+        self.kernel = kernel
+        self.start, self.end = half_step_spans(arrays, rows)
+        self.nbytes = graph.liveness.nbytes[arrays.res_tensor[rows]]
+        self.pool = arrays.res_pool[rows]
+        self.offset = arrays.res_offset[rows]
+        self.workspace = graph.liveness.workspace_nbytes
+        self.names = [t.name for t in graph.tensors]
+
+    def when(self, tau: int) -> str:
+        k = tau // 2
+        if tau % 2:
+            return self.kernel(k)
+        return f"the boundary before {self.kernel(k)} (sync copies occupy both pools)"
+
+    def who(self, i: int) -> str:
+        row = self.rows[i]
+        tensor = self.names[self.a.res_tensor[row]]
+        return f"tensor {tensor!r} (residencies[{self.a.res_index[row]}])"
+
+    def capacity(self, p: int, name: str, capacity: int) -> list[str]:
+        in_pool = self.pool == p
+        n_steps = 2 * self.a.n_kernels
+        delta = np.zeros(n_steps + 2, dtype=np.int64)
+        np.add.at(delta, self.start[in_pool], self.nbytes[in_pool])
+        np.add.at(delta, self.end[in_pool] + 1, -self.nbytes[in_pool])
+        used = np.cumsum(delta)[:n_steps]
+        if p == 0:
+            used[1::2] += self.workspace
+        over = np.flatnonzero(used > capacity)
+        # One message per run of consecutive half steps over capacity, at its worst step.
+        runs = np.split(over, np.flatnonzero(np.diff(over) > 1) + 1) if len(over) else []
+        out = []
+        for run in runs[:MAX_PER_POOL]:
+            tau = int(run[np.argmax(used[run])])
+            here = np.flatnonzero(in_pool & (self.start <= tau) & (self.end >= tau))
+            top = here[np.argsort(-self.nbytes[here], kind="stable")[:3]]
+            largest = ", ".join(
+                f"{self.names[self.a.res_tensor[self.rows[i]]]!r} {format_bytes(self.nbytes[i])}"
+                for i in top
+            )
+            if p == 0 and tau % 2 and self.workspace[tau // 2]:
+                largest += f", workspace {format_bytes(self.workspace[tau // 2])}"
+            span = ""
+            if len(run) > 1:
+                span = f" (over it from {self.when(int(run[0]))} to {self.when(int(run[-1]))})"
+            out.append(
+                f"pool {name!r} holds {format_bytes(used[tau])} at {self.when(tau)}, over its "
+                f"capacity of {format_bytes(capacity)} by {format_bytes(used[tau] - capacity)}; "
+                f"largest there: {largest or 'none'}{span}"
+            )
+        if len(runs) > MAX_PER_POOL:
+            out.append(f"... and {len(runs) - MAX_PER_POOL} more spans where pool {name!r} "
+                       "is over capacity")
+        return out
+
+    def offsets(self, p: int, name: str, capacity: int | None) -> list[str]:
+        in_pool = self.pool == p
+        given = in_pool & (self.offset != NO_OFFSET)
+        if not given.any():
+            return []
+        out = []
+        missing = np.flatnonzero(in_pool & ~given)
+        if len(missing):
+            out.append(
+                f"pool {name!r}: {int(given.sum())} residencies have an address and "
+                f"{len(missing)} do not, e.g. {self.who(int(missing[0]))}; give every residency "
+                "in a pool an address or none"
+            )
+        offset, nbytes = self.offset, self.nbytes
+        beyond = offset + nbytes > capacity if capacity is not None else False
+        outside = given & ((offset < 0) | beyond)
+        bad = np.flatnonzero(outside)
+        for i in bad[:MAX_PER_POOL]:
+            out.append(
+                f"{self.who(i)} at address {offset[i]} + {nbytes[i]} bytes lies outside pool "
+                f"{name!r} (0..{capacity if capacity is not None else 'unbounded'})"
+            )
+        if len(bad) > MAX_PER_POOL:
+            out.append(f"... and {len(bad) - MAX_PER_POOL} more addresses outside pool {name!r}")
+        return out + self._clashes(name, np.flatnonzero(given & ~outside & (nbytes > 0)))
+
+    def _clashes(self, name: str, idx: IntArray) -> list[str]:
+        # Sweep over time keeping the residencies present, sorted by address: a newcomer clashes
+        # with some present residency if and only if it clashes with a neighbour in address.
+        times = np.concatenate([self.start[idx], self.end[idx] + 1])
+        arrive = np.concatenate([np.ones(len(idx), np.bool_), np.zeros(len(idx), np.bool_)])
+        ids = np.concatenate([idx, idx])
+        order = np.lexsort((arrive, times))  # leaving before arriving at the same half step
+        offset, nbytes = self.offset.tolist(), self.nbytes.tolist()
+        present = _AddressSet(self.offset[idx], len(offset))
+        placed = set()
+        out: list[str] = []
+        clashes = 0
+        for i, comes, tau in zip(ids[order].tolist(), arrive[order].tolist(),
+                                 times[order].tolist(), strict=True):
+            if not comes:
+                if i in placed:
+                    present.remove(offset[i], i)
+                continue
+            below, above = present.neighbours(offset[i], i)
+            other = None
+            if below is not None and offset[below] + nbytes[below] > offset[i]:
+                other = below
+            elif above is not None and offset[above] < offset[i] + nbytes[i]:
+                other = above
+            if other is None:
+                present.add(offset[i], i)
+                placed.add(i)
+                continue
+            clashes += 1
+            if clashes <= MAX_PER_POOL:
+                out.append(
+                    f"{self.who(i)} at addresses {offset[i]}..{offset[i] + nbytes[i] - 1} of pool "
+                    f"{name!r} overlaps {self.who(other)} at {offset[other]}.."
+                    f"{offset[other] + nbytes[other] - 1}; both are there at {self.when(tau)}"
+                )
+        if clashes > MAX_PER_POOL:
+            out.append(f"... and {clashes - MAX_PER_POOL} more address clashes in pool {name!r}")
+        return out
+
+
+class _AddressSet:
+    """A sorted set of (offset, row) pairs, kept in buckets of offsets.
+
+    Buckets of similar population keep insertion and deletion cheap when tens of thousands
+    of residencies are present at once (one sorted list would move them all each time).
+    Pairs are stored as the integer ``offset * width + row``.
+    """
+
+    def __init__(self, offsets: IntArray, width: int) -> None:
+        cuts = np.linspace(0, 1, max(2, int(np.sqrt(len(offsets)))))[1:-1]
+        self.bounds: list[int] = (
+            np.unique(np.quantile(offsets, cuts).astype(np.int64)).tolist() if len(offsets) else []
+        )
+        self.buckets: list[list[int]] = [[] for _ in range(len(self.bounds) + 1)]
+        self.filled: list[int] = []
+        """Positions of the non-empty buckets, ascending."""
+        self.width = width
+
+    def add(self, offset: int, row: int) -> None:
+        home = bisect.bisect_right(self.bounds, offset)
+        bucket = self.buckets[home]
+        if not bucket:
+            bisect.insort(self.filled, home)
+        bisect.insort(bucket, offset * self.width + row)
+
+    def remove(self, offset: int, row: int) -> None:
+        home = bisect.bisect_right(self.bounds, offset)
+        bucket = self.buckets[home]
+        del bucket[bisect.bisect_left(bucket, offset * self.width + row)]
+        if not bucket:
+            del self.filled[bisect.bisect_left(self.filled, home)]
+
+    def neighbours(self, offset: int, row: int) -> tuple[int | None, int | None]:
+        """Rows of the present pairs just below and just above ``(offset, row)``."""
+        home = bisect.bisect_right(self.bounds, offset)
+        key = offset * self.width + row
+        bucket = self.buckets[home]
+        at = bisect.bisect_left(bucket, key)
+        if at:
+            below: int | None = bucket[at - 1]
+        else:
+            j = bisect.bisect_left(self.filled, home) - 1
+            below = self.buckets[self.filled[j]][-1] if j >= 0 else None
+        if at < len(bucket):
+            above: int | None = bucket[at]
+        else:
+            j = bisect.bisect_right(self.filled, home)
+            above = self.buckets[self.filled[j]][0] if j < len(self.filled) else None
+        return (None if below is None else below % self.width,
+                None if above is None else above % self.width)
