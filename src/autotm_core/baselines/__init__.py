@@ -1,1 +1,63 @@
-"""Baselines every planner is compared with: all-fast, all-slow, first-touch, 2LM, greedy."""
+"""Baselines every planner is compared with: all-fast, all-slow, first-touch, 2LM, greedy.
+
+Each is a function ``(graph, system, *, fast_capacity_nbytes, **options) -> Plan``
+whose plan passes :func:`autotm_core.plans.verify.check_plan` against the system
+with its fast pool limited to ``fast_capacity_nbytes``, or which raises
+:class:`~autotm_core.errors.CapacityError` when no such plan exists. See
+docs/baselines.md for the model and assumptions of each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from autotm_core.baselines.all_fast import all_fast
+from autotm_core.baselines.all_slow import all_slow
+from autotm_core.baselines.first_touch import first_touch
+from autotm_core.baselines.greedy import greedy
+from autotm_core.baselines.two_level import CacheResult, cache_model, two_level_memory
+from autotm_core.errors import UsageError
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans import Plan
+
+BASELINES: dict[str, Callable[..., Plan]] = {
+    "all-fast": all_fast,
+    "all-slow": all_slow,
+    "first-touch": first_touch,
+    "2lm": two_level_memory,
+    "greedy": greedy,
+}
+"""Baseline name -> planner function."""
+
+
+def run_baseline(
+    name: str,
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    fast_capacity_nbytes: int | None = None,
+    **options: Any,
+) -> Plan:
+    """The plan of baseline ``name`` (``options`` go to it, e.g. ``line_nbytes`` for 2lm)."""
+    try:
+        planner = BASELINES[name]
+    except KeyError:
+        raise UsageError(
+            f"no baseline called {name!r}", hint=f"use one of {', '.join(BASELINES)}"
+        ) from None
+    return planner(graph, system, fast_capacity_nbytes=fast_capacity_nbytes, **options)
+
+
+__all__ = [
+    "BASELINES",
+    "CacheResult",
+    "all_fast",
+    "all_slow",
+    "cache_model",
+    "first_touch",
+    "greedy",
+    "run_baseline",
+    "two_level_memory",
+]

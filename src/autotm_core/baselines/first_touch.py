@@ -11,6 +11,8 @@ of the fast pool, since a kernel's workspace lives there while it runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from autotm_core.baselines.allocator import BestFitAllocator
 from autotm_core.baselines.common import Setting, setting
 from autotm_core.errors import CapacityError
@@ -64,28 +66,61 @@ def place_first_touch(
     s: Setting, *, alignment: int
 ) -> tuple[dict[int, int | None], dict[int, str]]:
     """Offset (``None`` in unbounded pools) and pool of every tensor that exists."""
-    graph, live = s.graph, s.graph.liveness
+    live = s.graph.liveness
     reserve = round_up(int(live.workspace_nbytes.max(initial=0)), alignment)
     allocators: dict[str, BestFitAllocator] = {}
     for i, pool in enumerate(s.system.pools):
         if pool.capacity_nbytes is not None:
             room = pool.capacity_nbytes - (reserve if i == 0 else 0)
             allocators[pool.name] = BestFitAllocator(max(0, room), alignment=alignment)
-    first, last, nbytes = live.first.tolist(), live.last.tolist(), live.nbytes.tolist()
-    ending: dict[int, list[int]] = {}
+    nbytes = live.nbytes.tolist()
     offsets: dict[int, int | None] = {}
     pools: dict[int, str] = {}
+
+    def allocate(t: int) -> None:
+        pools[t], offsets[t] = _allocate(s, allocators, t, nbytes[t])
+
+    def free(t: int) -> None:
+        offset = offsets[t]
+        if offset is not None:
+            allocators[pools[t]].free(offset, nbytes[t])
+
+    walk_births(s.graph, allocate=allocate, free=free)
+    return offsets, pools
+
+
+def address_layout(graph: Graph, *, alignment: int = PAGE_NBYTES) -> dict[int, int]:
+    """Offsets of every tensor that exists in one unbounded address space, allocated first-touch.
+
+    This is where a program's allocator would put its tensors in one big pool;
+    the 2LM model maps these addresses onto the cache.
+    """
+    allocator = BestFitAllocator(None, alignment=alignment)
+    nbytes = graph.liveness.nbytes.tolist()
+    offsets: dict[int, int] = {}
+
+    def allocate(t: int) -> None:
+        offsets[t] = allocator.allocate(nbytes[t])  # type: ignore[assignment]  # unbounded: never None
+
+    walk_births(graph, allocate=allocate, free=lambda t: allocator.free(offsets[t], nbytes[t]))
+    return offsets
+
+
+def walk_births(
+    graph: Graph, *, allocate: Callable[[int], None], free: Callable[[int], None]
+) -> None:
+    """``allocate`` each tensor in :func:`birth_order`, after ``free``-ing those dead by then."""
+    live = graph.liveness
+    first, last = live.first.tolist(), live.last.tolist()
+    ending: dict[int, list[int]] = {}
     now = 0
     for t in birth_order(graph):
-        while now < first[t]:  # free what died before this tensor's birth
+        while now < first[t]:
             for dead in ending.pop(now, ()):
-                if offsets[dead] is not None:
-                    allocators[pools[dead]].free(offsets[dead], nbytes[dead])  # type: ignore[arg-type]
+                free(dead)
             now += 1
-        pool, offset = _allocate(s, allocators, t, nbytes[t])
-        pools[t], offsets[t] = pool, offset
+        allocate(t)
         ending.setdefault(last[t], []).append(t)
-    return offsets, pools
 
 
 def _allocate(
