@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from autotm_core.errors import GraphError
@@ -21,9 +23,13 @@ def _to_names(value: object) -> tuple[str, ...]:
 def _check_flops(instance: Kernel, attribute: attrs.Attribute, value: object) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value < math.inf  # also rejects NaN
+    ):
         raise GraphError(
-            f"kernel {instance.name!r}: flops {value!r} must be a non-negative number",
+            f"kernel {instance.name!r}: flops {value!r} must be a finite, non-negative number",
             hint="give flops as a count of floating-point operations, or leave it out",
         )
 

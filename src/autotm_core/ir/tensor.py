@@ -100,9 +100,20 @@ def _to_shape(value: object) -> tuple[int, ...] | None:
 def _to_pools(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
-    if isinstance(value, str) or not all(isinstance(p, str) for p in value):  # type: ignore[attr-defined]
+    if not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value):
         raise GraphError(f"pools {value!r} must be a list of pool names")
-    return tuple(value)  # type: ignore[arg-type]
+    return tuple(value)
+
+
+def _to_kind(value: object) -> TensorKind:
+    if type(value) is TensorKind:  # the common case, without Enum.__call__'s cost
+        return value
+    try:
+        return TensorKind(value)
+    except ValueError:
+        raise GraphError(
+            f"tensor kind {value!r} is not one of {', '.join(k.value for k in TensorKind)}"
+        ) from None
 
 
 @attrs.frozen(slots=True)
@@ -113,7 +124,7 @@ class Tensor:
     """Unique name within the graph."""
     nbytes: int = attrs.field(validator=_check_nbytes)
     """Size of its storage in bytes."""
-    kind: TensorKind = attrs.field(converter=TensorKind, default=TensorKind.ACTIVATION)
+    kind: TensorKind = attrs.field(converter=_to_kind, default=TensorKind.ACTIVATION)
     """Role in the step; decides its lifetime (see :class:`TensorKind`)."""
     shape: tuple[int, ...] | None = attrs.field(default=None, converter=_to_shape)
     """Logical shape, when known (informative; ``nbytes`` is what counts)."""
