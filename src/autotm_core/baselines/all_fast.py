@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from autotm_core.baselines.common import Setting, setting
-from autotm_core.errors import CapacityError
+from autotm_core.baselines.common import check_fast_fits, fast_live_nbytes, setting
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans import Plan, Residency, make_plan
-from autotm_core.units import format_bytes
 
 PLANNER = "baseline/all-fast"
 
@@ -23,7 +19,8 @@ def all_fast(
     fast pool overflows when the program's peak does not fit.
     """
     s = setting(graph, system, fast_capacity_nbytes)
-    _check_fits(s)
+    keep = s.exists & s.may_be_fast
+    check_fast_fits(s, keep, what="all-fast", hint="use a planner that moves tensors")
     live = graph.liveness
     residencies = [
         Residency(t.name, s.fastest_pool(i), int(live.first[i]), int(live.last[i]))
@@ -32,32 +29,6 @@ def all_fast(
     ]
     return make_plan(
         graph, s.system, residencies=residencies, planner=PLANNER,
-        attributes={"fast_peak_nbytes": int(_fast_live_nbytes(s).max(initial=0))},
+        attributes={"fast_peak_nbytes": int(fast_live_nbytes(s, keep).max(initial=0))},
         capacities=s.capacities(),
     )
-
-
-def _fast_live_nbytes(s: Setting) -> np.ndarray:
-    """Bytes in the fast pool at each kernel when every tensor that may be there is."""
-    live = s.graph.liveness
-    n = live.n_kernels
-    keep = s.exists & s.may_be_fast
-    delta = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(delta, live.first[keep], live.nbytes[keep])
-    np.add.at(delta, live.last[keep] + 1, -live.nbytes[keep])
-    return np.cumsum(delta[:n]) + live.workspace_nbytes
-
-
-def _check_fits(s: Setting) -> None:
-    if s.capacity_nbytes is None or not s.graph.kernels:
-        return
-    used = _fast_live_nbytes(s)
-    k = int(used.argmax())
-    peak = int(used[k])
-    if peak > s.capacity_nbytes:
-        raise CapacityError(
-            f"all-fast does not fit: pool {s.fast!r} needs {format_bytes(peak)} at kernel "
-            f"{s.graph.kernels[k].name!r} (#{k}) but holds {format_bytes(s.capacity_nbytes)}: "
-            f"{format_bytes(peak - s.capacity_nbytes)} ({peak - s.capacity_nbytes} bytes) too much",
-            hint=f"give the fast pool at least {peak} bytes, or use a planner that moves tensors",
-        )

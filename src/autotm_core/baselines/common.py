@@ -7,11 +7,13 @@ import numpy as np
 import numpy.typing as npt
 
 from autotm_core.capacity import check_workspace_fits, with_fast_capacity
-from autotm_core.errors import PlanError
+from autotm_core.errors import CapacityError, PlanError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
+from autotm_core.units import format_bytes
 
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -30,6 +32,12 @@ class Setting:
     """For each tensor: whether it may live in the fastest pool."""
     pools_of: tuple[tuple[str, ...], ...]
     """For each tensor: the pools it may live in, fastest first."""
+
+    @property
+    def fast_only(self) -> BoolArray:
+        """For each tensor: whether the fastest pool is the only one it may live in."""
+        return np.fromiter((len(p) == 1 and p[0] == self.fast for p in self.pools_of),
+                           dtype=np.bool_, count=len(self.pools_of))
 
     @property
     def fast(self) -> str:
@@ -86,3 +94,30 @@ def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None
         may_be_fast=may_be_fast,
         pools_of=pools_of,
     )
+
+
+def fast_live_nbytes(s: Setting, in_fast: BoolArray) -> IntArray:
+    """Bytes in the fast pool at each kernel when tensors ``in_fast`` live there for life."""
+    live = s.graph.liveness
+    n = live.n_kernels
+    delta = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(delta, live.first[in_fast], live.nbytes[in_fast])
+    np.add.at(delta, live.last[in_fast] + 1, -live.nbytes[in_fast])
+    return np.cumsum(delta[:n]) + live.workspace_nbytes
+
+
+def check_fast_fits(s: Setting, in_fast: BoolArray, *, what: str, hint: str) -> None:
+    """:class:`CapacityError` saying where and by how much the fast pool overflows, if it does."""
+    if s.capacity_nbytes is None or not s.graph.kernels:
+        return
+    used = fast_live_nbytes(s, in_fast)
+    k = int(used.argmax())
+    peak = int(used[k])
+    if peak > s.capacity_nbytes:
+        over = peak - s.capacity_nbytes
+        raise CapacityError(
+            f"{what} does not fit: pool {s.fast!r} needs {format_bytes(peak)} at kernel "
+            f"{s.graph.kernels[k].name!r} (#{k}) but holds {format_bytes(s.capacity_nbytes)}: "
+            f"{format_bytes(over)} ({over} bytes) too much",
+            hint=f"give pool {s.fast!r} at least {peak} bytes, or {hint}",
+        )

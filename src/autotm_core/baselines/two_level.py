@@ -30,7 +30,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from autotm_core.baselines.common import setting
+from autotm_core.baselines.common import check_fast_fits, setting
 from autotm_core.baselines.first_touch import address_layout
 from autotm_core.errors import UsageError
 from autotm_core.ir import Graph
@@ -230,6 +230,8 @@ def two_level_memory(
     ``["hit_rate"]`` its hit rate (see :class:`CacheResult` for the rest).
     """
     s = setting(graph, system, fast_capacity_nbytes)
+    check_fast_fits(s, s.exists & s.fast_only, what="2lm",
+                    hint="allow those tensors in a slower pool")
     offsets = address_layout(graph)
     result = cache_model(graph, s.system, cache_nbytes=s.capacity_nbytes, line_nbytes=line_nbytes,
                          ways=ways, warm=warm, offsets=offsets)
