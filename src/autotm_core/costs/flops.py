@@ -40,10 +40,10 @@ FALLBACK_BYTES_PER_ELEMENT = 4
 
 def numel(tensor: Tensor) -> float:
     """Elements of ``tensor``: from its shape, else its bytes over the dtype width (else 4)."""
-    if tensor.shape is not None:
-        return float(math.prod(tensor.shape))
-    width = DTYPE_NBYTES.get(tensor.dtype or "", FALLBACK_BYTES_PER_ELEMENT)
-    return tensor.nbytes / width
+    shape = tensor.shape
+    if shape is not None:
+        return float(math.prod(shape))
+    return tensor.nbytes / DTYPE_NBYTES.get(tensor.dtype, FALLBACK_BYTES_PER_ELEMENT)  # type: ignore[arg-type]
 
 
 def _written(outputs: Sequence[Tensor]) -> float:
@@ -109,9 +109,11 @@ def linear_backward(inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> floa
 def _matrix_grads(
     mnk: float, mn: float, sizes: tuple[float, float], outputs: Sequence[Tensor]
 ) -> float:
-    matrices = sum(1 for t in outputs if numel(t) in sizes)
-    bias = any(numel(t) not in sizes for t in outputs)
-    return 2.0 * mnk * max(matrices, 1) + (mn if bias else 0.0)
+    """``2 mnk`` per output the size of x or w (a matrix gradient), ``mn`` for any other (bias)."""
+    elements = [numel(t) for t in outputs]
+    matrices = sum(1 for n in elements if n in sizes)
+    bias = mn if matrices < len(elements) else 0.0
+    return 2.0 * mnk * max(matrices, 1) + bias
 
 
 def matmul(inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> float | None:
