@@ -1,0 +1,21 @@
+"""Helpers shared by the baseline tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotm_core import Graph, MemorySystem
+from autotm_core.capacity import with_fast_capacity
+from autotm_core.plans import Plan
+from autotm_core.plans.verify import verify_plan
+
+
+def assert_verifies(plan: Plan, graph: Graph, system: MemorySystem, capacity: int | None) -> None:
+    """The independent verifier finds nothing wrong with ``plan`` under the limit."""
+    problems = verify_plan(plan, graph, with_fast_capacity(system, capacity))
+    assert problems == [], problems[:5]
+
+
+@pytest.fixture
+def verifies():  # type: ignore[no-untyped-def]
+    return assert_verifies

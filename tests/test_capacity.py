@@ -1,0 +1,46 @@
+"""The fast-pool limit from a size or a PMM:DRAM ratio, and the workspace floor."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotm_core import Graph, Kernel, Tensor, TensorKind, preset
+from autotm_core.capacity import check_workspace_fits, fast_capacity, with_fast_capacity
+from autotm_core.errors import CapacityError, UsageError
+
+
+def test_size_is_parsed_with_units(mlp: Graph) -> None:
+    assert fast_capacity(mlp, nbytes="16GiB") == 16 * 1024**3
+    assert fast_capacity(mlp, nbytes="1.5GB") == 1_500_000_000
+    assert fast_capacity(mlp, nbytes=4096) == 4096
+
+
+def test_ratio_divides_peak_live_bytes(mlp: Graph) -> None:
+    peak = mlp.liveness.peak_nbytes
+    assert fast_capacity(mlp, ratio="0:1") == peak
+    assert fast_capacity(mlp, ratio="1:1") == peak // 2
+    assert fast_capacity(mlp, ratio="4:1") == peak // 5
+    assert fast_capacity(mlp, ratio="8:1") == peak // 9
+
+
+def test_neither_means_the_systems_own(mlp: Graph) -> None:
+    assert fast_capacity(mlp) is None
+    system = preset("optane-2019")
+    assert with_fast_capacity(system, None) is system
+    assert with_fast_capacity(system, 1234).fast.capacity_nbytes == 1234
+
+
+@pytest.mark.parametrize(("nbytes", "ratio"), [("1GiB", "4:1"), ("lots", None), (None, "4")])
+def test_bad_arguments_are_one_usage_error(
+    mlp: Graph, nbytes: str | None, ratio: str | None
+) -> None:
+    with pytest.raises(UsageError):
+        fast_capacity(mlp, nbytes=nbytes, ratio=ratio)
+
+
+def test_workspace_larger_than_the_pool_names_the_kernel() -> None:
+    graph = Graph("ws", [Tensor("x", 10, TensorKind.INPUT), Tensor("y", 10)],
+                  [Kernel("big", "conv", ["x"], ["y"], workspace_nbytes=5000)])
+    check_workspace_fits(graph, 5000, pool="dram")
+    with pytest.raises(CapacityError, match=r"'big'.*workspace.*'dram'"):
+        check_workspace_fits(graph, 4999, pool="dram")
