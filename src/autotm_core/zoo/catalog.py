@@ -75,7 +75,8 @@ def _convert(network: str, option: str, text: str, default: Any) -> Any:
     if isinstance(default, bool):
         if text.lower() in _TRUE | _FALSE:
             return text.lower() in _TRUE
-        raise UsageError(f"zoo network {network!r}: {option}={text!r} is not true or false")
+        raise UsageError(f"zoo network {network!r}: {option}={text!r} is not true or false",
+                         hint=f"write {option}=true or {option}=false")
     if isinstance(default, int) or default is None:
         try:
             return int(text)

@@ -33,14 +33,20 @@ def _bn_relu_conv(t: Tape, x: Value, channels: int, kernel: int, *, name: str) -
 
 
 def densenet(depth: int = 264, *, batch: int = 1, image: int = 224, classes: int = 1000,
-             growth: int = 32, dtype: str = "float32",
+             growth: int = 32, transition: int | None = None, dtype: str = "float32",
              optimizer: Optimizer | str = Optimizer.MOMENTUM) -> Graph:
-    """One training step of DenseNet-``depth`` (121, 169, 201 or 264)."""
+    """One training step of DenseNet-``depth`` (121, 169, 201 or 264).
+
+    ``transition`` fixes the channels out of every transition instead of halving
+    them (AutoTM's artifact used ``2 x growth`` = 64).
+    """
     if depth not in DENSENET_BLOCKS:
         raise UsageError(f"no DenseNet of depth {depth}",
                          hint="choose one of " + ", ".join(map(str, DENSENET_BLOCKS)))
     name = f"densenet{depth}"
     check_positive(name, batch=batch, image=image, classes=classes, growth=growth)
+    if transition is not None:
+        check_positive(name, transition=transition)
     t = Tape(name, dtype=dtype)
     x, labels = L.image_inputs(t, batch=batch, image=image)
     x = L.conv2d(t, x, 2 * growth, 7, stride=2, padding=3, name="stem.conv")
@@ -55,7 +61,8 @@ def densenet(depth: int = 264, *, batch: int = 1, image: int = 224, classes: int
             y = _bn_relu_conv(t, y, growth, 3, name=f"{prefix}.2")
             x = L.concat(t, [x, y], name=f"{prefix}.concat")
         if b < len(blocks):
-            x = _bn_relu_conv(t, x, x.shape[1] // 2, 1, name=f"transition{b}")
+            out = x.shape[1] // 2 if transition is None else transition
+            x = _bn_relu_conv(t, x, out, 1, name=f"transition{b}")
             x = L.avg_pool2d(t, x, 2, name=f"transition{b}.pool")
     x = L.batch_norm(t, x, name="final.bn")
     x = L.relu(t, x, name="final.relu")

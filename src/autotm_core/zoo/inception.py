@@ -11,6 +11,8 @@ image the stem and reductions accept is 75x75.
 
 from __future__ import annotations
 
+import attrs
+
 from autotm_core.ir import Graph
 from autotm_core.zoo import layers as L
 from autotm_core.zoo.tape import Optimizer, Tape, Value, check_positive
@@ -18,17 +20,26 @@ from autotm_core.zoo.tape import Optimizer, Tape, Value, check_positive
 Kernel = int | tuple[int, int]
 
 
-def _conv(t: Tape, x: Value, channels: int, kernel: Kernel, *, name: str, stride: int = 1,
+@attrs.frozen
+class _Ctx:
+    t: Tape
+    batch_norm: bool
+
+
+def _conv(c: _Ctx, x: Value, channels: int, kernel: Kernel, *, name: str, stride: int = 1,
           padding: Kernel = 0) -> Value:
-    x = L.conv2d(t, x, channels, kernel, stride=stride, padding=padding, name=f"{name}.conv")
-    x = L.batch_norm(t, x, name=f"{name}.bn")
-    return L.relu(t, x, name=f"{name}.relu")
+    norm = c.batch_norm
+    x = L.conv2d(c.t, x, channels, kernel, stride=stride, padding=padding, bias=not norm,
+                 name=f"{name}.conv")
+    if norm:
+        x = L.batch_norm(c.t, x, name=f"{name}.bn")
+    return L.relu(c.t, x, name=f"{name}.relu")
 
 
-def _chain(t: Tape, x: Value, convs: list[tuple[int, Kernel, Kernel, int]], *, name: str) -> Value:
+def _chain(c: _Ctx, x: Value, convs: list[tuple[int, Kernel, Kernel, int]], *, name: str) -> Value:
     """Convolutions in sequence: (channels, kernel, padding, stride) each."""
     for i, (channels, kernel, padding, stride) in enumerate(convs):
-        x = _conv(t, x, channels, kernel, padding=padding, stride=stride, name=f"{name}.{i}")
+        x = _conv(c, x, channels, kernel, padding=padding, stride=stride, name=f"{name}.{i}")
     return x
 
 
@@ -36,97 +47,102 @@ _1X7, _7X1, _1X3, _3X1 = (1, 7), (7, 1), (1, 3), (3, 1)
 _P1X7, _P7X1, _P1X3, _P3X1 = (0, 3), (3, 0), (0, 1), (1, 0)
 
 
-def _stem(t: Tape, x: Value) -> Value:
-    x = _chain(t, x, [(32, 3, 0, 2), (32, 3, 0, 1), (64, 3, 1, 1)], name="stem")
-    a = L.max_pool2d(t, x, 3, stride=2, name="mixed_3a.pool")
-    b = _conv(t, x, 96, 3, stride=2, name="mixed_3a.conv")
-    x = L.concat(t, [a, b], name="mixed_3a")
-    a = _chain(t, x, [(64, 1, 0, 1), (96, 3, 0, 1)], name="mixed_4a.b0")
-    b = _chain(t, x, [(64, 1, 0, 1), (64, _1X7, _P1X7, 1), (64, _7X1, _P7X1, 1), (96, 3, 0, 1)],
+def _stem(c: _Ctx, x: Value) -> Value:
+    x = _chain(c, x, [(32, 3, 0, 2), (32, 3, 0, 1), (64, 3, 1, 1)], name="stem")
+    a = L.max_pool2d(c.t, x, 3, stride=2, name="mixed_3a.pool")
+    b = _conv(c, x, 96, 3, stride=2, name="mixed_3a.conv")
+    x = L.concat(c.t, [a, b], name="mixed_3a")
+    a = _chain(c, x, [(64, 1, 0, 1), (96, 3, 0, 1)], name="mixed_4a.b0")
+    b = _chain(c, x, [(64, 1, 0, 1), (64, _1X7, _P1X7, 1), (64, _7X1, _P7X1, 1), (96, 3, 0, 1)],
                name="mixed_4a.b1")
-    x = L.concat(t, [a, b], name="mixed_4a")
-    a = _conv(t, x, 192, 3, stride=2, name="mixed_5a.conv")
-    b = L.max_pool2d(t, x, 3, stride=2, name="mixed_5a.pool")
-    return L.concat(t, [a, b], name="mixed_5a")
+    x = L.concat(c.t, [a, b], name="mixed_4a")
+    a = _conv(c, x, 192, 3, stride=2, name="mixed_5a.conv")
+    b = L.max_pool2d(c.t, x, 3, stride=2, name="mixed_5a.pool")
+    return L.concat(c.t, [a, b], name="mixed_5a")
 
 
-def _pool_branch(t: Tape, x: Value, channels: int, *, name: str) -> Value:
-    p = L.avg_pool2d(t, x, 3, stride=1, padding=1, name=f"{name}.pool")
-    return _conv(t, p, channels, 1, name=f"{name}.conv")
+def _pool_branch(c: _Ctx, x: Value, channels: int, *, name: str) -> Value:
+    p = L.avg_pool2d(c.t, x, 3, stride=1, padding=1, name=f"{name}.pool")
+    return _conv(c, p, channels, 1, name=f"{name}.conv")
 
 
-def _inception_a(t: Tape, x: Value, *, name: str) -> Value:
+def _inception_a(c: _Ctx, x: Value, *, name: str) -> Value:
     branches = [
-        _conv(t, x, 96, 1, name=f"{name}.b0"),
-        _chain(t, x, [(64, 1, 0, 1), (96, 3, 1, 1)], name=f"{name}.b1"),
-        _chain(t, x, [(64, 1, 0, 1), (96, 3, 1, 1), (96, 3, 1, 1)], name=f"{name}.b2"),
-        _pool_branch(t, x, 96, name=f"{name}.b3"),
+        _conv(c, x, 96, 1, name=f"{name}.b0"),
+        _chain(c, x, [(64, 1, 0, 1), (96, 3, 1, 1)], name=f"{name}.b1"),
+        _chain(c, x, [(64, 1, 0, 1), (96, 3, 1, 1), (96, 3, 1, 1)], name=f"{name}.b2"),
+        _pool_branch(c, x, 96, name=f"{name}.b3"),
     ]
-    return L.concat(t, branches, name=name)
+    return L.concat(c.t, branches, name=name)
 
 
-def _reduction_a(t: Tape, x: Value, *, name: str) -> Value:
+def _reduction_a(c: _Ctx, x: Value, *, name: str) -> Value:
     branches = [
-        _conv(t, x, 384, 3, stride=2, name=f"{name}.b0"),
-        _chain(t, x, [(192, 1, 0, 1), (224, 3, 1, 1), (256, 3, 0, 2)], name=f"{name}.b1"),
-        L.max_pool2d(t, x, 3, stride=2, name=f"{name}.b2"),
+        _conv(c, x, 384, 3, stride=2, name=f"{name}.b0"),
+        _chain(c, x, [(192, 1, 0, 1), (224, 3, 1, 1), (256, 3, 0, 2)], name=f"{name}.b1"),
+        L.max_pool2d(c.t, x, 3, stride=2, name=f"{name}.b2"),
     ]
-    return L.concat(t, branches, name=name)
+    return L.concat(c.t, branches, name=name)
 
 
-def _inception_b(t: Tape, x: Value, *, name: str) -> Value:
+def _inception_b(c: _Ctx, x: Value, *, name: str) -> Value:
     branches = [
-        _conv(t, x, 384, 1, name=f"{name}.b0"),
-        _chain(t, x, [(192, 1, 0, 1), (224, _1X7, _P1X7, 1), (256, _7X1, _P7X1, 1)],
+        _conv(c, x, 384, 1, name=f"{name}.b0"),
+        _chain(c, x, [(192, 1, 0, 1), (224, _1X7, _P1X7, 1), (256, _7X1, _P7X1, 1)],
                name=f"{name}.b1"),
-        _chain(t, x, [(192, 1, 0, 1), (192, _7X1, _P7X1, 1), (224, _1X7, _P1X7, 1),
+        _chain(c, x, [(192, 1, 0, 1), (192, _7X1, _P7X1, 1), (224, _1X7, _P1X7, 1),
                       (224, _7X1, _P7X1, 1), (256, _1X7, _P1X7, 1)], name=f"{name}.b2"),
-        _pool_branch(t, x, 128, name=f"{name}.b3"),
+        _pool_branch(c, x, 128, name=f"{name}.b3"),
     ]
-    return L.concat(t, branches, name=name)
+    return L.concat(c.t, branches, name=name)
 
 
-def _reduction_b(t: Tape, x: Value, *, name: str) -> Value:
+def _reduction_b(c: _Ctx, x: Value, *, name: str) -> Value:
     branches = [
-        _chain(t, x, [(192, 1, 0, 1), (192, 3, 0, 2)], name=f"{name}.b0"),
-        _chain(t, x, [(256, 1, 0, 1), (256, _1X7, _P1X7, 1), (320, _7X1, _P7X1, 1),
+        _chain(c, x, [(192, 1, 0, 1), (192, 3, 0, 2)], name=f"{name}.b0"),
+        _chain(c, x, [(256, 1, 0, 1), (256, _1X7, _P1X7, 1), (320, _7X1, _P7X1, 1),
                       (320, 3, 0, 2)], name=f"{name}.b1"),
-        L.max_pool2d(t, x, 3, stride=2, name=f"{name}.b2"),
+        L.max_pool2d(c.t, x, 3, stride=2, name=f"{name}.b2"),
     ]
-    return L.concat(t, branches, name=name)
+    return L.concat(c.t, branches, name=name)
 
 
-def _inception_c(t: Tape, x: Value, *, name: str) -> Value:
-    b1 = _conv(t, x, 384, 1, name=f"{name}.b1.0")
-    b2 = _chain(t, x, [(384, 1, 0, 1), (448, _3X1, _P3X1, 1), (512, _1X3, _P1X3, 1)],
+def _inception_c(c: _Ctx, x: Value, *, name: str) -> Value:
+    b1 = _conv(c, x, 384, 1, name=f"{name}.b1.0")
+    b2 = _chain(c, x, [(384, 1, 0, 1), (448, _3X1, _P3X1, 1), (512, _1X3, _P1X3, 1)],
                 name=f"{name}.b2")
     branches = [
-        _conv(t, x, 256, 1, name=f"{name}.b0"),
-        _conv(t, b1, 256, _1X3, padding=_P1X3, name=f"{name}.b1.1a"),
-        _conv(t, b1, 256, _3X1, padding=_P3X1, name=f"{name}.b1.1b"),
-        _conv(t, b2, 256, _1X3, padding=_P1X3, name=f"{name}.b2.3a"),
-        _conv(t, b2, 256, _3X1, padding=_P3X1, name=f"{name}.b2.3b"),
-        _pool_branch(t, x, 256, name=f"{name}.b3"),
+        _conv(c, x, 256, 1, name=f"{name}.b0"),
+        _conv(c, b1, 256, _1X3, padding=_P1X3, name=f"{name}.b1.1a"),
+        _conv(c, b1, 256, _3X1, padding=_P3X1, name=f"{name}.b1.1b"),
+        _conv(c, b2, 256, _1X3, padding=_P1X3, name=f"{name}.b2.3a"),
+        _conv(c, b2, 256, _3X1, padding=_P3X1, name=f"{name}.b2.3b"),
+        _pool_branch(c, x, 256, name=f"{name}.b3"),
     ]
-    return L.concat(t, branches, name=name)
+    return L.concat(c.t, branches, name=name)
 
 
 def inception_v4(*, batch: int = 1, image: int = 299, classes: int = 1000, dropout: bool = False,
-                 dtype: str = "float32",
+                 batch_norm: bool = True, dtype: str = "float32",
                  optimizer: Optimizer | str = Optimizer.MOMENTUM) -> Graph:
-    """One training step of Inception v4: about 42.7 M parameters, 12.3 GMACs at 299x299."""
+    """One training step of Inception v4: about 42.7 M parameters, 12.3 GMACs at 299x299.
+
+    ``batch_norm=False`` gives every convolution a bias and no batch-norm, as in
+    AutoTM's artifact (its Flux model has none).
+    """
     check_positive("inception_v4", batch=batch, image=image, classes=classes)
     t = Tape("inception_v4", dtype=dtype)
+    c = _Ctx(t, batch_norm)
     x, labels = L.image_inputs(t, batch=batch, image=image)
-    x = _stem(t, x)
+    x = _stem(c, x)
     for i in range(4):
-        x = _inception_a(t, x, name=f"inception_a{i}")
-    x = _reduction_a(t, x, name="reduction_a")
+        x = _inception_a(c, x, name=f"inception_a{i}")
+    x = _reduction_a(c, x, name="reduction_a")
     for i in range(7):
-        x = _inception_b(t, x, name=f"inception_b{i}")
-    x = _reduction_b(t, x, name="reduction_b")
+        x = _inception_b(c, x, name=f"inception_b{i}")
+    x = _reduction_b(c, x, name="reduction_b")
     for i in range(3):
-        x = _inception_c(t, x, name=f"inception_c{i}")
+        x = _inception_c(c, x, name=f"inception_c{i}")
     x = L.global_avg_pool(t, x, name="avgpool")
     if dropout:
         x = L.dropout(t, x, name="dropout")

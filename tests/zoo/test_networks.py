@@ -1,0 +1,133 @@
+"""The zoo's networks against published facts: parameters, MACs, structure, kinds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotm_core.ir import Graph, TensorKind
+from autotm_core.zoo import build_network
+
+# (network, options small enough to build fast, published parameters)
+PUBLISHED_PARAMETERS = {
+    "resnet50": ({"image": 32}, 25.6e6),        # He et al. 2016 / torchvision 25,557,032
+    "resnet200": ({"image": 32}, 64.7e6),       # He et al. 2016 (identity mappings)
+    "vgg19": ({"image": 32}, 143.7e6),          # torchvision 143,667,240
+    "densenet264": ({"image": 32}, 33.3e6),     # Huang et al. 2017, growth 32, 1000 classes
+    "inception_v4": ({"image": 75}, 42.7e6),    # Szegedy et al. 2016 reference implementation
+    "gpt2": ({"seq": 16}, 124.4e6),             # GPT-2 small, tied embeddings: 124,439,808
+}
+
+
+def _parameters(graph: Graph) -> int:
+    return sum(math.prod(t.shape or ()) for t in graph.tensors if t.kind is TensorKind.PARAMETER)
+
+
+def _forward_macs(graph: Graph) -> float:
+    return sum(k.flops or 0 for k in graph.kernels if k.op in ("conv2d", "linear")) / 2
+
+
+@pytest.fixture(scope="module")
+def small() -> dict[str, Graph]:
+    """Each checked network once per session, at batch 1 and a small input."""
+    return {name: build_network(name, **options)
+            for name, (options, _) in PUBLISHED_PARAMETERS.items()}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_PARAMETERS))
+def test_parameter_count_within_two_percent(small: dict[str, Graph], name: str) -> None:
+    published = PUBLISHED_PARAMETERS[name][1]
+    assert _parameters(small[name]) == pytest.approx(published, rel=0.02)
+
+
+def test_exact_parameter_counts_of_reference_implementations(small: dict[str, Graph]) -> None:
+    assert _parameters(small["resnet50"]) == 25_557_032
+    assert _parameters(small["vgg19"]) == 143_667_240
+    assert _parameters(small["gpt2"]) == 124_439_808
+    assert _parameters(build_network("densenet121", image=32)) == 7_978_856
+
+
+@pytest.mark.parametrize(("name", "gmacs"), [("resnet50", 4.1), ("vgg19", 19.6)])
+def test_forward_macs_at_224(name: str, gmacs: float) -> None:
+    assert _forward_macs(build_network(name)) / 1e9 == pytest.approx(gmacs, rel=0.02)
+
+
+def test_every_network_is_a_full_training_step(small: dict[str, Graph]) -> None:
+    for name, graph in small.items():
+        ops = {k.op for k in graph.kernels}
+        assert "cross_entropy" in ops and "cross_entropy_backward" in ops, name
+        assert "momentum_update" in ops or "adam_update" in ops, name
+        (loss,) = [t for t in graph.tensors if t.kind is TensorKind.OUTPUT]
+        assert loss.shape == ()
+        inputs = {t.name for t in graph.tensors if t.kind is TensorKind.INPUT}
+        assert "labels" in inputs and inputs & {"images", "tokens"}, name
+        assert not [p for p in graph.problems], name
+
+
+def test_kernel_counts_are_framework_like(small: dict[str, Graph]) -> None:
+    counts = {name: len(graph.kernels) for name, graph in small.items()}
+    assert counts["densenet264"] > 2500
+    assert 1500 < counts["resnet200"] < 4000
+    assert 100 < counts["vgg19"] < 200
+    assert counts["gpt2"] > 12 * 40
+    dense = small["densenet264"]
+    accumulations = [k for k in dense.kernels if k.op == "add" and ".grad_add" in k.name]
+    assert len(accumulations) >= 6 + 12 + 64 + 48  # one per concatenated feature map at least
+
+
+def test_vgg416_has_413_convolutions() -> None:
+    graph = build_network("vgg416", image=32)
+    assert sum(k.op == "conv2d" for k in graph.kernels) == 413
+    assert sum(k.op == "linear" for k in graph.kernels) == 3
+
+
+def test_sizes_follow_shape_and_dtype() -> None:
+    graph = build_network("resnet50", batch=2, image=64, dtype="float16")
+    stem = graph.tensor("stem.conv")
+    assert stem.shape == (2, 64, 32, 32) and stem.nbytes == 2 * 64 * 32 * 32 * 2
+    assert graph.tensor("fc.weight").nbytes == 1000 * 2048 * 2
+
+
+def test_batch_scales_activations_not_parameters() -> None:
+    one, four = (build_network("resnet50", batch=b, image=32) for b in (1, 4))
+    assert _parameters(one) == _parameters(four)
+    # Every activation but batch-norm's per-channel statistics has the batch as its first axis.
+    act = [sum(t.nbytes for t in g.tensors
+               if t.kind is TensorKind.ACTIVATION and not t.name.endswith(".saved_stats"))
+           for g in (one, four)]
+    assert act[1] == 4 * act[0]
+
+
+def test_inception_without_batch_norm_as_autotm() -> None:
+    graph = build_network("inception_v4", image=75, batch_norm=False)
+    assert not any(k.op == "batch_norm" for k in graph.kernels)
+    assert _parameters(graph) == pytest.approx(42.7e6, rel=0.02)
+
+
+def test_fused_attention_stores_no_score_matrix() -> None:
+    small = {"batch": 4, "seq": 128, "layers": 2, "width": 64, "heads": 4, "vocab": 100}
+    unfused = build_network("gpt2", **small)
+    fused = build_network("gpt2", **small, attention="fused")
+    assert any(t.shape == (4, 4, 128, 128) for t in unfused.tensors)
+    assert not any(t.shape == (4, 4, 128, 128) for t in fused.tensors)
+    # Each layer's stored attention probabilities (read by the backward pass) disappear.
+    probs_nbytes = 4 * 4 * 128 * 128 * 4
+    assert fused.liveness.peak_nbytes <= unfused.liveness.peak_nbytes - 2 * probs_nbytes
+
+
+@settings(max_examples=15, deadline=None)
+@given(layers=st.integers(1, 3), heads=st.integers(1, 4), head_width=st.integers(1, 8),
+       seq=st.integers(1, 8), vocab=st.integers(2, 50))
+def test_gpt_parameters_follow_the_formula(layers: int, heads: int, head_width: int, seq: int,
+                                           vocab: int) -> None:
+    width = heads * head_width
+    graph = build_network("gpt2", layers=layers, heads=heads, width=width, seq=seq, vocab=vocab,
+                          positions=seq, optimizer="adam")
+    per_block = 4 * width + 4 * (width * width + width) + 8 * width * width + 5 * width
+    expected = vocab * width + seq * width + layers * per_block + 2 * width
+    assert _parameters(graph) == expected
+    states = sum(t.nbytes for t in graph.tensors if t.kind is TensorKind.OPTIMIZER_STATE)
+    assert states == 2 * 4 * expected
