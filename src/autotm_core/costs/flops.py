@@ -125,26 +125,28 @@ def matmul(inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> float | None:
 
 def matmul_backward(inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> float | None:
     """``2 * elements(grad_out) * K`` per gradient written (inputs: grad_out, a (..., M, K), b)."""
-    if len(inputs) < 3 or not inputs[1].shape:
+    a_shape = inputs[1].shape if len(inputs) >= 3 else None
+    if not a_shape:
         return None
     grad, a, b = inputs[0], inputs[1], inputs[2]
-    return _matrix_grads(numel(grad) * a.shape[-1], numel(grad), (numel(a), numel(b)), outputs)
+    return _matrix_grads(numel(grad) * a_shape[-1], numel(grad), (numel(a), numel(b)), outputs)
 
 
 def conv(inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> float | None:
     """``2 * elements(out) * Cin/groups * kh * kw``, weight (Cout, Cin/groups, kh, kw); + bias."""
-    if len(inputs) < 2 or not outputs or not inputs[1].shape or inputs[1].shape[0] == 0:
+    w_shape = inputs[1].shape if len(inputs) >= 2 and outputs else None
+    if not w_shape or w_shape[0] == 0:
         return None
-    w = inputs[1]
-    return 2.0 * numel(outputs[0]) * (numel(w) / w.shape[0]) + _bias(inputs, outputs)
+    return 2.0 * numel(outputs[0]) * (numel(inputs[1]) / w_shape[0]) + _bias(inputs, outputs)
 
 
 def conv_backward(inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> float | None:
     """The forward's flops per gradient written (inputs: grad_out, x, w; grads of x, w, b out)."""
-    if len(inputs) < 3 or not inputs[2].shape or inputs[2].shape[0] == 0:
+    w_shape = inputs[2].shape if len(inputs) >= 3 else None
+    if not w_shape or w_shape[0] == 0:
         return None
     grad, x, w = inputs[0], inputs[1], inputs[2]
-    forward = 2.0 * numel(grad) * (numel(w) / w.shape[0])
+    forward = 2.0 * numel(grad) * (numel(w) / w_shape[0])
     return _matrix_grads(forward / 2.0, numel(grad), (numel(x), numel(w)), outputs)
 
 

@@ -58,10 +58,11 @@ class CostTable:
 class KernelCosts(Protocol):
     """What every cost form answers."""
 
-    n_pools: int
-    """Number of pools of the memory system the costs were made for."""
+    @property
+    def n_pools(self) -> int:
+        """Number of pools of the memory system the costs were made for."""
 
-    def seconds(self, kernel: int, pools: Sequence[int]) -> float:
+    def seconds(self, kernel: int, pools: Sequence[int] | IntArray) -> float:
         """Time of ``kernel`` with its tensors in ``pools``; :class:`PlanError` if not allowed."""
 
     def seconds_all(self, entry_pools: IntArray) -> FloatArray:
@@ -95,7 +96,7 @@ class SeparableCosts:
         """Number of kernels."""
         return len(self.kernel_ptr) - 1
 
-    def seconds(self, kernel: int, pools: Sequence[int]) -> float:
+    def seconds(self, kernel: int, pools: Sequence[int] | IntArray) -> float:
         start, stop = int(self.kernel_ptr[kernel]), int(self.kernel_ptr[kernel + 1])
         if len(pools) != stop - start:
             raise PlanError(f"kernel #{kernel} touches {stop - start} tensors, not {len(pools)}")
@@ -154,7 +155,7 @@ class TableCosts:
     def __attrs_post_init__(self) -> None:
         self._lookup.extend([None] * len(self.tables))
 
-    def seconds(self, kernel: int, pools: Sequence[int]) -> float:
+    def seconds(self, kernel: int, pools: Sequence[int] | IntArray) -> float:
         lookup = self._lookup[kernel]
         if lookup is None:
             table = self.tables[kernel]
