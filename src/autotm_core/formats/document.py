@@ -126,7 +126,9 @@ def parse_document(
     except json.JSONDecodeError as exc:
         truncated = exc.pos >= len(text.rstrip()) - 1
         why = "ends too early (truncated?)" if truncated else exc.msg
-        raise fields.fail("", f"is not valid JSON: {why} at line {exc.lineno}, column {exc.colno}") from None
+        raise fields.fail("", f"is not valid JSON: {why} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:  # the decoder recurses once per level of nesting
+        raise fields.fail("", "is nested too deeply to be an autotm-core file") from None
     doc = fields.object(data, "(top level)")
     expected = FORMAT_PREFIX + kind
     found = doc.get("format")
