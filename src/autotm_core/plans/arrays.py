@@ -8,6 +8,8 @@ unknown is left out and reported, so that every later check is vectorised.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
+from operator import attrgetter
 
 import attrs
 import numpy as np
@@ -79,8 +81,8 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
     known_pools = ", ".join(pools)
 
     rs = plan.residencies
-    res_t = np.array([tensors.get(r.tensor, -1) for r in rs], dtype=np.int64)
-    res_p = np.array([pools.get(r.pool, -1) for r in rs], dtype=np.int64)
+    res_t = _positions(map(attrgetter("tensor"), rs), tensors, len(rs))
+    res_p = _positions(map(attrgetter("pool"), rs), pools, len(rs))
     for i in np.flatnonzero((res_t < 0) | (res_p < 0)):
         r = rs[i]
         if res_t[i] < 0:
@@ -91,14 +93,15 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
                 f"{system.name!r} does not have (its pools: {known_pools})"
             )
     res_keep = np.flatnonzero((res_t >= 0) & (res_p >= 0))
-    res_first = np.array([r.first for r in rs], dtype=np.int64)
-    res_last = np.array([r.last for r in rs], dtype=np.int64)
-    res_offset = np.array([NO_OFFSET if r.offset is None else r.offset for r in rs], dtype=np.int64)
+    res_first = np.fromiter(map(attrgetter("first"), rs), np.int64, len(rs))
+    res_last = np.fromiter(map(attrgetter("last"), rs), np.int64, len(rs))
+    offsets = list(map(attrgetter("offset"), rs))
+    res_offset = np.fromiter((NO_OFFSET if o is None else o for o in offsets), np.int64, len(rs))
 
     ms = plan.moves
-    mv_t = np.array([tensors.get(m.tensor, -1) for m in ms], dtype=np.int64)
-    mv_s = np.array([pools.get(m.source, -1) for m in ms], dtype=np.int64)
-    mv_d = np.array([pools.get(m.target, -1) for m in ms], dtype=np.int64)
+    mv_t = _positions(map(attrgetter("tensor"), ms), tensors, len(ms))
+    mv_s = _positions(map(attrgetter("source"), ms), pools, len(ms))
+    mv_d = _positions(map(attrgetter("target"), ms), pools, len(ms))
     for i in np.flatnonzero((mv_t < 0) | (mv_s < 0) | (mv_d < 0)):
         m = ms[i]
         if mv_t[i] < 0:
@@ -110,7 +113,7 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
                 f"{system.name!r} does not have (its pools: {known_pools})"
             )
     mv_keep = np.flatnonzero((mv_t >= 0) & (mv_s >= 0) & (mv_d >= 0))
-    mv_k = np.array([m.kernel for m in ms], dtype=np.int64)
+    mv_k = np.fromiter(map(attrgetter("kernel"), ms), np.int64, len(ms))
     mv_a = np.array([m.kind is MoveKind.ASYNC for m in ms], dtype=np.bool_)
 
     entry_pools = _entry_pools(plan, graph, pools, problems)
@@ -134,6 +137,15 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
     return arrays, problems
 
 
+def _positions(names: Iterable[str], index: dict[str, int], count: int) -> IntArray:
+    """The position of each name in ``index``; -1 for a name it does not know."""
+    names = list(names)
+    try:  # the fast path: every name known
+        return np.fromiter(map(index.__getitem__, names), np.int64, count)
+    except KeyError:
+        return np.array([index.get(name, -1) for name in names], dtype=np.int64).reshape(count)
+
+
 def _entry_pools(plan: Plan, graph: Graph, pools: dict[str, int], problems: list[str]) -> IntArray:
     live = graph.liveness
     ptr = live.kernel_ptr
@@ -147,15 +159,18 @@ def _entry_pools(plan: Plan, graph: Graph, pools: dict[str, int], problems: list
     codes = dict(pools)
     codes[NOWHERE] = -2
     widths = np.diff(ptr)
+    before = len(problems)
     placed = np.fromiter(map(len, plan.configs), dtype=np.int64, count=len(plan.configs))
     for k in np.flatnonzero(placed != widths):
         problems.append(
             f"configs[{k}]: kernel #{k} ({graph.kernels[k].name!r}) touches {widths[k]} tensors, "
             f"the plan places {placed[k]}"
         )
-    rows = [row if len(row) == width else (None,) * width
-            for row, width in zip(plan.configs, widths.tolist(), strict=True)]
-    entry_pools[:] = [codes.get(name, -1) for name in itertools.chain.from_iterable(rows)]
+    rows = plan.configs
+    if len(problems) > before:
+        rows = tuple(row if len(row) == width else (None,) * width
+                     for row, width in zip(rows, widths.tolist(), strict=True))
+    entry_pools[:] = _positions(itertools.chain.from_iterable(rows), codes, len(entry_pools))
     owner = np.repeat(np.arange(len(graph.kernels)), widths)
     for e in np.flatnonzero(entry_pools == -1):
         k = int(owner[e])

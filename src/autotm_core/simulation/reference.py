@@ -1,0 +1,64 @@
+"""The simulator's loop in plain Python: the reference :mod:`.kernels` is tested against.
+
+Slow and obviously right: one pass over the moves, one over the residencies,
+nothing vectorised. Same arguments and results as
+:func:`autotm_core.simulation.kernels.simulate_arrays`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def simulate_arrays(
+    kernel_seconds,
+    workspace_nbytes,
+    res_pool,
+    res_first,
+    res_last,
+    res_nbytes,
+    move_kernel,
+    move_source,
+    move_target,
+    move_async,
+    move_nbytes,
+    sync_bytes_per_second,
+    async_bytes_per_second,
+):
+    """See :func:`autotm_core.simulation.kernels.simulate_arrays`."""
+    n_kernels = len(kernel_seconds)
+    n_pools = len(sync_bytes_per_second)
+    sync_seconds = [0.0] * n_kernels
+    async_seconds = [0.0] * n_kernels
+    pair_nbytes = np.zeros((n_pools, n_pools, 2), dtype=np.int64)
+    pair_counts = np.zeros((n_pools, n_pools, 2), dtype=np.int64)
+    for k, s, t, asynchronous, nbytes in zip(
+        move_kernel.tolist(), move_source.tolist(), move_target.tolist(), move_async.tolist(),
+        move_nbytes.tolist(), strict=True,
+    ):
+        if asynchronous:
+            async_seconds[k] += nbytes / async_bytes_per_second[s][t]
+        else:
+            sync_seconds[k] += nbytes / sync_bytes_per_second[s][t]
+        pair_nbytes[s, t, int(asynchronous)] += nbytes
+        pair_counts[s, t, int(asynchronous)] += 1
+    effective_seconds = [
+        max(a, b) for a, b in zip(kernel_seconds.tolist(), async_seconds, strict=True)
+    ]
+
+    pool_nbytes = [[0] * n_kernels for _ in range(n_pools)]
+    for p, first, last, nbytes in zip(
+        res_pool.tolist(), res_first.tolist(), res_last.tolist(), res_nbytes.tolist(), strict=True
+    ):
+        for k in range(first, last + 1):
+            pool_nbytes[p][k] += nbytes
+    for k, nbytes in enumerate(workspace_nbytes.tolist()):
+        pool_nbytes[0][k] += nbytes
+    return (
+        np.array(sync_seconds, dtype=np.float64),
+        np.array(async_seconds, dtype=np.float64),
+        np.array(effective_seconds, dtype=np.float64),
+        np.array(pool_nbytes, dtype=np.int64).reshape(n_pools, n_kernels),
+        pair_nbytes,
+        pair_counts,
+    )

@@ -1,0 +1,222 @@
+"""Predict what a plan costs: step time, memory over time, traffic between pools.
+
+The model (the one every planner optimises):
+
+- kernel ``k`` runs in ``costs.seconds_all`` of its configuration ``plan.configs[k]``;
+- synchronous moves before ``k`` block: they add their copy time at the sync bandwidth;
+- asynchronous moves during ``k`` overlap it: the kernel costs max(its time, the sum of
+  their copy times at the async bandwidth);
+- step time = sum of effective kernel times + sum of synchronous move times;
+- memory: the bytes of the residencies covering each kernel in each pool, plus the
+  kernel's workspace in the fastest pool.
+
+:func:`simulate` trusts the plan's semantics (verify it first with
+:func:`autotm_core.plans.check_plan`) but refuses records it cannot place.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from operator import attrgetter
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from autotm_core.costs.model import KernelCosts
+from autotm_core.errors import PlanError, summarize_problems
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.arrays import encode_plan
+from autotm_core.plans.model import MoveKind, Plan
+from autotm_core.plans.verify_memory import plan_capacities
+
+logger = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class Engine(enum.Enum):
+    """Which implementation of the simulation loop runs."""
+
+    NUMBA = "numba"
+    """The compiled loop (:mod:`autotm_core.simulation.kernels`)."""
+    REFERENCE = "reference"
+    """The plain-Python loop (:mod:`autotm_core.simulation.reference`); slow, for tests."""
+
+
+@attrs.frozen(slots=True, eq=False)
+class Simulation:
+    """What a plan is predicted to cost; arrays are indexed by kernel or pool position."""
+
+    graph: str
+    """Name of the graph simulated."""
+    system: str
+    """Name of the memory system simulated."""
+    planner: str
+    """Who made the plan."""
+    kernel_names: tuple[str, ...]
+    """Name of each kernel, in order."""
+    pool_names: tuple[str, ...]
+    """Name of each pool, fastest first."""
+    capacities: tuple[int | None, ...]
+    """Capacity of each pool the plan respects (``None``: unbounded)."""
+    kernel_seconds: FloatArray
+    """``(n_kernels,)`` run time of each kernel in its configuration (compute and memory)."""
+    sync_seconds: FloatArray
+    """``(n_kernels,)`` time of the synchronous moves just before each kernel."""
+    async_seconds: FloatArray
+    """``(n_kernels,)`` time of the asynchronous moves overlapping each kernel."""
+    effective_seconds: FloatArray
+    """``(n_kernels,)`` max(kernel time, overlapping async moves) of each kernel."""
+    pool_nbytes: IntArray
+    """``(n_pools, n_kernels)`` bytes in each pool at each kernel (workspace in the fastest)."""
+    pair_nbytes: IntArray
+    """``(n_pools, n_pools, 2)`` bytes moved from pool to pool; last axis sync, async."""
+    pair_counts: IntArray
+    """``(n_pools, n_pools, 2)`` number of moves from pool to pool; last axis sync, async."""
+
+    @property
+    def step_seconds(self) -> float:
+        """Predicted time of the step: effective kernel times plus synchronous moves."""
+        return float(self.effective_seconds.sum() + self.sync_seconds.sum())
+
+    @property
+    def n_kernels(self) -> int:
+        """Number of kernels."""
+        return len(self.kernel_seconds)
+
+    @property
+    def peak_nbytes(self) -> IntArray:
+        """``(n_pools,)`` largest bytes in each pool over the program."""
+        if not self.n_kernels:
+            return np.zeros(len(self.pool_names), dtype=np.int64)
+        return self.pool_nbytes.max(axis=1)
+
+    @property
+    def peak_kernels(self) -> IntArray:
+        """``(n_pools,)`` first kernel where each pool reaches its peak (-1 with no kernels)."""
+        if not self.n_kernels:
+            return np.full(len(self.pool_names), -1, dtype=np.int64)
+        return self.pool_nbytes.argmax(axis=1)
+
+    @property
+    def moved_nbytes(self) -> dict[tuple[str, str], int]:
+        """Bytes moved per (source, target) pool pair that saw any move, both kinds together."""
+        return self._per_pair(self.pair_nbytes)
+
+    @property
+    def move_counts(self) -> dict[tuple[str, str], int]:
+        """Moves per (source, target) pool pair that saw any move, both kinds together."""
+        return self._per_pair(self.pair_counts)
+
+    @property
+    def kind_nbytes(self) -> dict[MoveKind, int]:
+        """Bytes moved per kind of move."""
+        return {MoveKind.SYNC: int(self.pair_nbytes[..., 0].sum()),
+                MoveKind.ASYNC: int(self.pair_nbytes[..., 1].sum())}
+
+    @property
+    def kind_counts(self) -> dict[MoveKind, int]:
+        """Number of moves per kind."""
+        return {MoveKind.SYNC: int(self.pair_counts[..., 0].sum()),
+                MoveKind.ASYNC: int(self.pair_counts[..., 1].sum())}
+
+    def _per_pair(self, table: IntArray) -> dict[tuple[str, str], int]:
+        counts = self.pair_counts.sum(axis=2)
+        names = self.pool_names
+        return {
+            (names[s], names[t]): int(table[s, t].sum())
+            for s, t in zip(*np.nonzero(counts), strict=True)
+        }
+
+
+def simulate(
+    plan: Plan,
+    graph: Graph,
+    system: MemorySystem,
+    costs: KernelCosts,
+    *,
+    engine: Engine = Engine.NUMBA,
+) -> Simulation:
+    """Predict the step time, memory over time and traffic of ``plan`` (see the module doc)."""
+    arrays, problems = encode_plan(plan, graph, system)
+    n = len(graph.kernels)
+    a = arrays
+    bad_spans = int(((a.res_first < 0) | (a.res_last >= n) | (a.res_first > a.res_last)).sum())
+    if bad_spans:
+        problems.append(f"{bad_spans} residencies do not span kernels inside 0..{n - 1}")
+    bad_moves = int(((a.move_kernel < 0) | (a.move_kernel >= n)).sum())
+    if bad_moves:
+        problems.append(f"{bad_moves} moves happen at kernels outside 0..{n - 1}")
+    if not problems and (a.entry_pools < 0).any():
+        problems.append("some kernel configurations name no pool")
+    if costs.n_pools != len(system.pools):
+        problems.append(f"the costs are for {costs.n_pools} pools, memory system "
+                        f"{system.name!r} has {len(system.pools)}")
+    if problems:
+        raise PlanError(
+            summarize_problems(f"cannot simulate the plan for graph {graph.name!r}", problems),
+            problems=problems,
+            hint="run 'python -m autotm_core verify' on the plan to see what is wrong",
+        )
+    kernel_seconds = np.asarray(costs.seconds_all(a.entry_pools), dtype=np.float64)
+    if kernel_seconds.shape != (n,):
+        raise PlanError(
+            f"the costs give {kernel_seconds.shape} kernel times for graph {graph.name!r} "
+            f"of {n} kernels",
+            hint="the cost model was built for another graph; rebuild it for this one",
+        )
+    n_pools = len(system.pools)
+    sync_bps = np.full((n_pools, n_pools), np.inf)
+    async_bps = np.full((n_pools, n_pools), np.inf)
+    for s in range(n_pools):
+        for t in range(n_pools):
+            if s != t:
+                link = system.link(s, t)
+                sync_bps[s, t] = link.sync_bytes_per_second
+                async_bps[s, t] = link.async_bytes_per_second
+    nbytes = graph.liveness.nbytes
+    loop = _loop(engine)
+    sync, asyn, effective, pool_nbytes, pair_nbytes, pair_counts = loop(
+        kernel_seconds,
+        graph.liveness.workspace_nbytes,
+        a.res_pool,
+        a.res_first,
+        a.res_last,
+        nbytes[a.res_tensor],
+        a.move_kernel,
+        a.move_source,
+        a.move_target,
+        a.move_async,
+        nbytes[a.move_tensor],
+        sync_bps,
+        async_bps,
+    )
+    return Simulation(
+        graph=graph.name,
+        system=system.name,
+        planner=plan.planner,
+        kernel_names=tuple(map(attrgetter("name"), graph.kernels)),
+        pool_names=tuple(pool.name for pool in system.pools),
+        capacities=tuple(plan_capacities(plan, system)),
+        kernel_seconds=kernel_seconds,
+        sync_seconds=sync,
+        async_seconds=asyn,
+        effective_seconds=effective,
+        pool_nbytes=pool_nbytes,
+        pair_nbytes=pair_nbytes,
+        pair_counts=pair_counts,
+    )
+
+
+def _loop(engine: Engine):  # type: ignore[no-untyped-def]
+    if engine is Engine.REFERENCE:
+        from autotm_core.simulation.reference import simulate_arrays
+
+        return simulate_arrays
+    from autotm_core.simulation.kernels import simulate_arrays
+
+    return simulate_arrays
