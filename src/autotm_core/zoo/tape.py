@@ -16,12 +16,20 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
 from autotm_core.errors import GraphError, UsageError
 from autotm_core.ir import DTYPE_NBYTES, Graph, GraphBuilder, TensorKind
+
+
+def _ints(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
+
+
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
 
 
 @attrs.frozen(slots=True)
@@ -30,7 +38,7 @@ class Value:
 
     name: str
     """Name of the tensor in the graph."""
-    shape: tuple[int, ...] = attrs.field(converter=tuple)
+    shape: tuple[int, ...] = attrs.field(converter=_ints)
     """Logical shape (a view may give an existing tensor another shape)."""
 
     @property
@@ -82,9 +90,9 @@ class Grad:
     """Appended to the step's name to name the kernel, e.g. ``"backward_data"``."""
     op: str
     """Operation kind, e.g. ``"conv2d_backward_data"``."""
-    reads: tuple[str, ...] = attrs.field(converter=tuple)
+    reads: tuple[str, ...] = attrs.field(converter=_names)
     """Tensors it reads besides the gradient of the step's output (what was saved)."""
-    wrt: tuple[str, ...] = attrs.field(converter=tuple)
+    wrt: tuple[str, ...] = attrs.field(converter=_names)
     """Tensors whose gradient it writes; those that need none are dropped."""
     flops: float
     """Floating-point operations when it writes every gradient of :attr:`wrt`."""
@@ -251,16 +259,20 @@ class Tape:
                                outputs=outs, flops=float(flops))
                 for w, out in zip(wrt, outs, strict=True):
                     self._accumulate(grads, w, out)
+        self._update(grads, optimizer)
+        return self._b.build()
+
+    def _update(self, grads: dict[str, str], optimizer: Optimizer) -> None:
+        """One kernel per parameter, in declaration order, updating it and its state in place."""
         per_element = _OPTIMIZER_FLOPS_PER_ELEMENT[optimizer]
         for p in self._params:
-            g = grads.get(p.name)
-            if g is None:
+            grad = grads.get(p.name)
+            if grad is None:
                 raise GraphError(f"network {self.name!r}: parameter {p.name!r} gets no gradient",
                                  hint="use the parameter in a layer that reaches the loss")
             states = [self._b.tensor(f"{p.name}.{s}", shape=p.shape, dtype=self.dtype,
                                      kind=TensorKind.OPTIMIZER_STATE)
                       for s in _OPTIMIZER_STATES[optimizer]]
             self._b.kernel(f"{p.name}.{optimizer.value}", op=f"{optimizer.value}_update",
-                           inputs=[p.name, g, *states], outputs=[p.name, *states],
+                           inputs=[p.name, grad, *states], outputs=[p.name, *states],
                            flops=float(per_element * p.numel))
-        return self._b.build()
