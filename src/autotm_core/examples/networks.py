@@ -93,11 +93,11 @@ def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64
         size //= 2
         p = b.tensor(f"pool{i}.out", shape=(batch, cout, size, size), dtype=_F32)
         b.kernel(f"pool{i}", op="max_pool2d", inputs=[r], outputs=[p], flops=4.0 * batch * cout * size * size)
-        tape += [
-            (f"pool{i}", "max_pool2d_backward", (r,), (), 4.0 * batch * cout * size * size),
-            (f"relu{i}", "relu_backward", (n,), (), 1.0 * batch * cout * 4 * size * size),
-            (f"bn{i}", "batch_norm_backward", (c, gamma), (gamma, beta), 12.0 * batch * cout * 4 * size * size),
+        tape += [  # forward order; the backward pass walks it in reverse
             (f"conv{i}", "conv2d_backward", (h, w), (w,), 2 * conv_flops),
+            (f"bn{i}", "batch_norm_backward", (c, gamma), (gamma, beta), 12.0 * batch * cout * 4 * size * size),
+            (f"relu{i}", "relu_backward", (n,), (), 1.0 * batch * cout * 4 * size * size),
+            (f"pool{i}", "max_pool2d_backward", (r,), (), 4.0 * batch * cout * size * size),
         ]
         h = p
     features = channels[-1] * size * size
