@@ -114,12 +114,15 @@ def to_matrix(model: Any) -> MatrixForm:
     )
 
 
-def count_binaries(model: Any) -> int:
-    """Binary variables declared on the active parts of ``model``, fixed ones excepted."""
-    from pyomo.core import Var
+def count_model(model: Any) -> tuple[int, int, int]:
+    """Unfixed variables, unfixed binaries and active constraints of ``model``, cheaply."""
+    from pyomo.core import Constraint, Var
 
-    return sum(
-        1
-        for var in model.component_data_objects(Var, active=True, descend_into=True)
-        if var.is_binary() and not var.fixed
-    )
+    n_variables = n_binaries = 0
+    for var in model.component_data_objects(Var, active=True, descend_into=True):
+        if not var.fixed:
+            n_variables += 1
+            n_binaries += var.is_binary()
+    n_constraints = sum(
+        1 for _ in model.component_data_objects(Constraint, active=True, descend_into=True))
+    return n_variables, n_binaries, n_constraints

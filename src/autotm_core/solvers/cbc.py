@@ -1,0 +1,194 @@
+"""CBC as a program run through Pyomo's shell interface.
+
+The binary comes from a Python package first (PuLP's wheel ships CBC 2.10;
+cbcbox's is also found), then from ``PATH`` (e.g. Debian's coinor-cbc). On a
+5,000-binary model with a 20 s limit PuLP's CBC 2.10.3 found a plan within 8%
+of the bound while cbcbox's development build found none, hence the order.
+CBC gets its own wall-clock limit; Pyomo's outer guard, which kills the
+program, sits 20% (plus a few seconds) above it because CBC overshoots.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from autotm_core.errors import SolverError
+from autotm_core.solvers.base import SolutionStatus, SolverConfig, SolveResult, TerminationCondition
+from autotm_core.solvers.matrix import count_model
+
+log = logging.getLogger(__name__)
+
+GUARD_FACTOR = 1.2
+"""Pyomo's kill guard is this many times CBC's own limit, plus ``GUARD_EXTRA_SECONDS``."""
+GUARD_EXTRA_SECONDS = 5.0
+"""Slack added to the guard for CBC's start-up and solution writing."""
+
+_TERMINATION_BY_PYOMO = {
+    "optimal": TerminationCondition.OPTIMAL,
+    "maxTimeLimit": TerminationCondition.TIME_LIMIT,
+    "maxIterations": TerminationCondition.ITERATION_LIMIT,
+    "maxEvaluations": TerminationCondition.ITERATION_LIMIT,
+    "infeasible": TerminationCondition.INFEASIBLE,
+    "unbounded": TerminationCondition.UNBOUNDED,
+    "infeasibleOrUnbounded": TerminationCondition.INFEASIBLE_OR_UNBOUNDED,
+    "userInterrupt": TerminationCondition.INTERRUPTED,
+    "intermediateNonInteger": TerminationCondition.TIME_LIMIT,
+    "error": TerminationCondition.ERROR,
+    "solverFailure": TerminationCondition.ERROR,
+    "internalSolverError": TerminationCondition.ERROR,
+}
+"""Pyomo's legacy termination condition (by name) -> ours; anything else is UNKNOWN."""
+
+
+def _package_binaries() -> list[Path]:
+    """CBC programs shipped inside installed Python packages, preferred first."""
+    found = []
+    machine = platform.machine().lower()
+    system = {"linux": "linux", "darwin": "osx", "win32": "win"}.get(sys.platform, sys.platform)
+    arch = "arm64" if machine in ("arm64", "aarch64") else "i64" if sys.maxsize > 2**32 else "i32"
+    exe = "cbc.exe" if system == "win" else "cbc"
+    for package, parts in (("pulp", ("solverdir", "cbc", system, arch, exe)),
+                           ("cbcbox", ("cbc_dist", "bin", exe))):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.submodule_search_locations:
+            found.append(Path(next(iter(spec.submodule_search_locations)), *parts))
+    return found
+
+
+def find_cbc() -> Path | None:
+    """The CBC program to run: a package's first, then ``PATH``'s; ``None`` if none."""
+    for path in _package_binaries():
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    on_path = shutil.which("cbc")
+    return Path(on_path) if on_path else None
+
+
+@attrs.frozen
+class CbcSolver:
+    """The COIN-OR CBC MILP solver; see the module docstring."""
+
+    name: str = "cbc"
+    """Entry-point name."""
+    description: str = "COIN-OR CBC (program from PuLP's wheel or PATH; warm start)"
+    """One line for ``plugins``."""
+    mip_capable: bool = True
+    """CBC solves mixed-integer programs."""
+
+    def unavailable_reason(self) -> str | None:
+        """Why CBC cannot run here, or ``None``."""
+        if find_cbc() is None:
+            return ("no CBC program found: pip install 'autotm-core[cbc]' (PuLP ships one), "
+                    "or put a 'cbc' program on PATH")
+        return None
+
+    def solve(self, model: Any, config: SolverConfig | None = None) -> SolveResult:
+        """Solve ``model`` with CBC (see :meth:`autotm_core.solvers.Solver.solve`)."""
+        from pyomo.common.errors import ApplicationError
+        from pyomo.opt import SolverFactory
+
+        config = SolverConfig() if config is None else config
+        executable = find_cbc()
+        if executable is None:
+            raise SolverError("CBC cannot run here", hint=self.unavailable_reason())
+        started = time.perf_counter()
+        n_variables, n_binaries, n_constraints = count_model(model)
+        opt = SolverFactory("cbc", executable=str(executable))
+        opt.options["ratioGap"] = float(config.relative_gap)
+        guard = None
+        if config.time_limit_seconds is not None:
+            opt.options["sec"] = float(config.time_limit_seconds)
+            guard = GUARD_FACTOR * config.time_limit_seconds + GUARD_EXTRA_SECONDS
+        if config.threads is not None:
+            opt.options["threads"] = config.threads
+        opt.options.update(config.options)
+        warm = config.warm_start and _has_values(model)
+        log_fd, log_path = tempfile.mkstemp(prefix="autotm-cbc-", suffix=".log")
+        os.close(log_fd)
+        solve_started = time.perf_counter()
+        try:
+            try:
+                results = opt.solve(model, tee=config.log_to_terminal, load_solutions=False,
+                                    warmstart=warm, timelimit=guard, logfile=log_path)
+            except ApplicationError as exc:
+                if guard is None or time.perf_counter() - solve_started < guard:
+                    raise SolverError(f"CBC failed on model {model.name!r}: {exc}",
+                                      hint="run with log_to_terminal=True to see CBC's log",
+                                      ) from exc
+                results = None
+            except KeyboardInterrupt as exc:
+                raise SolverError(
+                    "CBC was interrupted (Ctrl-C); its best solution is not recoverable",
+                    hint="use the highs solver, which keeps its best plan on Ctrl-C",
+                ) from exc
+            solved = time.perf_counter()
+            log_text = Path(log_path).read_text(encoding="utf-8", errors="replace")
+        finally:
+            os.unlink(log_path)
+        result = _result(model, results, log_text=log_text, version=_version(opt))
+        return attrs.evolve(
+            result, n_variables=n_variables, n_binaries=n_binaries, n_constraints=n_constraints,
+            handoff_seconds=time.perf_counter() - started - (solved - solve_started),
+            solve_seconds=solved - solve_started)
+
+
+def _has_values(model: Any) -> bool:
+    from pyomo.core import Var
+
+    return any(v.value is not None for v in model.component_data_objects(Var, active=True))
+
+
+def _version(opt: Any) -> str:
+    version = opt.version()
+    return ".".join(str(part) for part in version) if version else ""
+
+
+def _result(model: Any, results: Any, *, log_text: str, version: str) -> SolveResult:
+    """Map Pyomo's results and load the solution, if any, into ``model``."""
+    from pyomo.core import Objective, value
+    from pyomo.opt import SolutionStatus as PyomoSolutionStatus
+
+    if results is None:  # the outer guard killed CBC: its time ran out without a word
+        return SolveResult(solver_name="cbc", solver_version=version,
+                           termination=TerminationCondition.TIME_LIMIT,
+                           status=SolutionStatus.NO_SOLUTION, log=log_text,
+                           message="killed after the time limit")
+    native = str(results.solver.termination_condition)
+    termination = _TERMINATION_BY_PYOMO.get(native, TerminationCondition.UNKNOWN)
+    has_solution = len(results.solution) > 0 and results.solution(0).status in (
+        PyomoSolutionStatus.optimal, PyomoSolutionStatus.feasible)
+    objective = best_bound = None
+    if has_solution:
+        model.solutions.load_from(results)
+        active = next(model.component_data_objects(Objective, active=True))
+        objective = value(active)
+        bound = results.problem.lower_bound if active.is_minimizing() else \
+            results.problem.upper_bound
+        best_bound = float(bound) if bound is not None and abs(float(bound)) != float("inf") \
+            else None
+        if termination is TerminationCondition.OPTIMAL and best_bound is None:
+            best_bound = objective
+    if termination is TerminationCondition.OPTIMAL and has_solution and best_bound is not None \
+            and abs(objective - best_bound) > 1e-9 * max(1.0, abs(objective)):
+        termination = TerminationCondition.GAP_REACHED
+    if termination is TerminationCondition.INFEASIBLE:
+        status = SolutionStatus.INFEASIBLE
+    elif has_solution and termination in (TerminationCondition.OPTIMAL,
+                                          TerminationCondition.GAP_REACHED):
+        status = SolutionStatus.OPTIMAL
+    else:
+        status = SolutionStatus.FEASIBLE if has_solution else SolutionStatus.NO_SOLUTION
+    return SolveResult(solver_name="cbc", solver_version=version, termination=termination,
+                       status=status, objective=objective, best_bound=best_bound, log=log_text,
+                       message=native)
