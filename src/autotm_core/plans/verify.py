@@ -218,7 +218,9 @@ class _Checker:
         t, p, first = a.res_tensor, a.res_pool, a.res_first
         at_birth = (first == live.first[t]) & ((birth_pool[t] < 0) | (birth_pool[t] == p))
         moved = np.isin(a.key(t, p, first), self.moved_in)
-        bad = valid & ~at_birth & ~moved & (live.last[t] >= live.first[t])
+        # Residencies beginning before birth are reported by residency_spans already.
+        exists = (live.last[t] >= live.first[t]) & (first >= live.first[t])
+        bad = valid & ~at_birth & ~moved & exists
 
         def message(i: int) -> str:
             if first[i] == live.first[t[i]]:
