@@ -1,0 +1,75 @@
+"""The solver interface records: config validation, gap, result fields."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import pytest
+
+from autotm_core.solvers import (
+    SolutionStatus,
+    SolverConfig,
+    SolveResult,
+    TerminationCondition,
+    relative_gap,
+)
+
+
+def test_every_enum_member_has_a_docstring() -> None:
+    import ast
+    import inspect
+
+    from autotm_core.solvers import base
+
+    tree = ast.parse(inspect.getsource(base))
+    for cls in (TerminationCondition, SolutionStatus):
+        node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
+        documented = {
+            stmt.targets[0].id
+            for stmt, following in zip(node.body, node.body[1:], strict=False)
+            if isinstance(stmt, ast.Assign)
+            and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
+        }
+        assert documented == set(cls.__members__)
+
+
+@pytest.mark.parametrize("bad", [
+    {"time_limit_seconds": -1.0}, {"relative_gap": -0.1}, {"threads": 0}, {"threads": 1.5},
+    {"log_to_terminal": "yes"},
+])
+def test_config_rejects_bad_values(bad: dict) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        SolverConfig(**bad)
+
+
+def test_config_options_are_read_only_copies() -> None:
+    options = {"presolve": "on"}
+    config = SolverConfig(options=options)
+    options["presolve"] = "off"
+    assert config.options["presolve"] == "on"
+    with pytest.raises(TypeError):
+        config.options["x"] = 1  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("objective", "bound", "gap"), [
+    (100.0, 90.0, 0.1), (-100.0, -110.0, 0.1), (5.0, 5.0, 0.0), (0.0, 0.0, 0.0),
+    (0.0, -1.0, math.inf), (None, 1.0, None), (1.0, None, None),
+])
+def test_relative_gap(objective: float | None, bound: float | None, gap: float | None) -> None:
+    assert relative_gap(objective=objective, best_bound=bound) == pytest.approx(gap)
+
+
+def test_result_gap_follows_objective_and_bound() -> None:
+    result = SolveResult(solver_name="x", solver_version="1",
+                         termination=TerminationCondition.TIME_LIMIT,
+                         status=SolutionStatus.FEASIBLE, objective=200, best_bound=150)
+    assert result.gap == pytest.approx(0.25)
+    assert result.has_solution
+    better = attrs.evolve(result, objective=160, build_seconds=1.5, solve_seconds=2.0)
+    assert better.gap == pytest.approx(10 / 160)
+    assert better.total_seconds == pytest.approx(3.5)
+    empty = SolveResult(solver_name="x", solver_version="1",
+                        termination=TerminationCondition.TIME_LIMIT,
+                        status=SolutionStatus.NO_SOLUTION)
+    assert empty.gap is None and not empty.has_solution
