@@ -1,0 +1,62 @@
+"""``verify PLAN --graph G --system S``: check a plan against its graph and memory system."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.markup import escape
+
+from autotm_core.cli.info_command import SOURCE_HELP
+
+SYSTEM_HELP = "a memory-system preset (e.g. optane-2019) or a memory-system file (.json)"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "verify", help="check that a plan follows every rule (exit status 1 if not)",
+        description="Check a plan, independently of the planner that made it: tensors are where "
+        "the kernels use them, moves start where the tensor is, capacities and addresses hold.",
+    )
+    add_plan_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The PLAN, --graph and --system arguments ``verify`` and ``simulate`` share."""
+    parser.add_argument("plan", metavar="PLAN", help="a plan file (.json)")
+    parser.add_argument("--graph", required=True, metavar="GRAPH", help=SOURCE_HELP)
+    parser.add_argument("--system", required=True, metavar="SYSTEM", help=SYSTEM_HELP)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from autotm_core.formats import resolve_system
+    from autotm_core.plans import MoveKind, load_plan, verify_plan
+    from autotm_core.sources import load_source
+    from autotm_core.units import format_bytes
+
+    plan = load_plan(args.plan)
+    graph = load_source(args.graph)
+    system = resolve_system(args.system)
+    problems = verify_plan(plan, graph, system)
+    if problems:
+        noun = "problem" if len(problems) == 1 else "problems"
+        console.print(f"[bold red]INVALID[/] {escape(args.plan)}: {len(problems)} {noun}",
+                      soft_wrap=True, highlight=False)
+        for problem in problems:
+            console.print(f"  - {escape(problem)}", soft_wrap=True, highlight=False)
+        return 1
+    sync = sum(m.kind is MoveKind.SYNC for m in plan.moves)
+    limits = ", ".join(
+        f"{name} {'unbounded' if cap is None else format_bytes(cap)}"
+        for name, cap in plan.capacities.items()
+    )
+    console.print(
+        f"[bold green]OK[/] {escape(args.plan)}: plan by {escape(plan.planner or '(unnamed)')} "
+        f"for {escape(graph.name)} ({len(graph.kernels):,} kernels) on {escape(system.name)}: "
+        f"{len(plan.residencies):,} residencies, {sync:,} sync and {len(plan.moves) - sync:,} "
+        f"async moves, {'with' if plan.has_offsets else 'without'} addresses; capacities {limits}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 0
