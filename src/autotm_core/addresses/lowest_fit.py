@@ -1,0 +1,208 @@
+"""Lowest-fit placement of rectangles (time span x bytes), compiled with numba.
+
+Items are placed one after another in a given order, each at the lowest
+address where it overlaps no already placed item that is present at the same
+time. :func:`autotm_core.addresses.reference.lowest_fit` computes the same
+offsets by checking every pair; this version must stay equal to it.
+
+Finding the placed items that overlap ``[start, end]`` in time without checking
+every pair: a segment tree over time. Each placed item is stored at the
+``O(log T)`` canonical nodes that tile its span. Two spans intersect exactly
+when a canonical node of one is an ancestor-or-self of a canonical node of the
+other, so for each node two unions of address ranges are kept, merged into
+sorted disjoint runs:
+
+- ``cover(v)``: items having ``v`` as a canonical node (they cover all of v);
+- ``below(v)``: items having a canonical node in the subtree of ``v``.
+
+The address ranges forbidden to a query are the union, over its canonical
+nodes ``v``, of ``below(v)`` and of ``cover(u)`` for every strict ancestor
+``u`` of ``v``. The lowest free address is found by jumping over blocking runs
+of these lists until none blocks. Merged runs stay few when the packing is
+tight, so a query costs a few binary searches per list.
+
+Storage is preallocated: a node's union never has more runs than items
+inserted into it, which is counted before placing anything.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def _count(start, end, size, leaves, cover_n, below_n, stamp):  # pragma: no cover - compiled
+    for i in range(len(start)):
+        if size[i] == 0:
+            continue
+        lo = start[i] + leaves
+        hi = end[i] + leaves + 1
+        while lo < hi:
+            if lo & 1:
+                cover_n[lo] += 1
+                v = lo
+                while v >= 1 and stamp[v] != i:
+                    stamp[v] = i
+                    below_n[v] += 1
+                    v >>= 1
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                cover_n[hi] += 1
+                v = hi
+                while v >= 1 and stamp[v] != i:
+                    stamp[v] = i
+                    below_n[v] += 1
+                    v >>= 1
+            lo >>= 1
+            hi >>= 1
+
+
+@numba.njit(cache=True)
+def _insert(run_lo, run_hi, base, n, a, b):  # pragma: no cover - compiled
+    """Add ``[a, b)`` to the sorted disjoint runs ``base .. base+n``; return the new count."""
+    # first run ending at or after a (touching runs merge)
+    left, right = 0, n
+    while left < right:
+        mid = (left + right) >> 1
+        if run_hi[base + mid] < a:
+            left = mid + 1
+        else:
+            right = mid
+    first = left
+    # last run starting at or before b
+    left, right = 0, n
+    while left < right:
+        mid = (left + right) >> 1
+        if run_lo[base + mid] <= b:
+            left = mid + 1
+        else:
+            right = mid
+    last = left - 1
+    if first > last:
+        for j in range(base + n, base + first, -1):
+            run_lo[j] = run_lo[j - 1]
+            run_hi[j] = run_hi[j - 1]
+        run_lo[base + first] = a
+        run_hi[base + first] = b
+        return n + 1
+    run_lo[base + first] = min(a, run_lo[base + first])
+    run_hi[base + first] = max(b, run_hi[base + last])
+    gone = last - first
+    if gone:
+        for j in range(base + first + 1, base + n - gone):
+            run_lo[j] = run_lo[j + gone]
+            run_hi[j] = run_hi[j + gone]
+    return n - gone
+
+
+@numba.njit(cache=True)
+def _advance(run_lo, run_hi, base, n, y, s):  # pragma: no cover - compiled
+    """Lowest ``y' >= y`` where ``[y', y'+s)`` misses every run of one list."""
+    while True:
+        left, right = 0, n
+        while left < right:
+            mid = (left + right) >> 1
+            if run_lo[base + mid] < y + s:
+                left = mid + 1
+            else:
+                right = mid
+        k = left - 1
+        if k >= 0 and run_hi[base + k] > y:
+            y = run_hi[base + k]
+        else:
+            return y
+
+
+@numba.njit(cache=True)
+def lowest_fit(start, end, size, order, n_times):  # pragma: no cover - compiled
+    """Offsets of items placed in ``order``, each at its lowest fitting address.
+
+    ``start``/``end``: inclusive time spans in ``0 .. n_times-1``; ``size``:
+    bytes (items of size 0 get offset 0 and block nothing). All int64 arrays.
+    """
+    n = len(start)
+    leaves = 1
+    while leaves < max(n_times, 1):
+        leaves <<= 1
+    nodes = 2 * leaves
+    cover_n = np.zeros(nodes, np.int64)
+    below_n = np.zeros(nodes, np.int64)
+    stamp = np.full(nodes, -1, np.int64)
+    _count(start, end, size, leaves, cover_n, below_n, stamp)
+    cover_base = np.zeros(nodes + 1, np.int64)
+    below_base = np.zeros(nodes + 1, np.int64)
+    cover_base[1:] = np.cumsum(cover_n)
+    below_base[1:] = np.cumsum(below_n)
+    cover_lo = np.empty(cover_base[nodes], np.int64)
+    cover_hi = np.empty(cover_base[nodes], np.int64)
+    below_lo = np.empty(below_base[nodes], np.int64)
+    below_hi = np.empty(below_base[nodes], np.int64)
+    cover_len = np.zeros(nodes, np.int64)
+    below_len = np.zeros(nodes, np.int64)
+    stamp[:] = -1
+    seen = np.full(nodes, -1, np.int64)
+    canon = np.empty(128, np.int64)
+    list_node = np.empty(256, np.int64)
+    list_cover = np.empty(256, np.bool_)
+    offsets = np.zeros(n, np.int64)
+    for i in order:
+        s = size[i]
+        if s == 0:
+            continue
+        n_canon = 0
+        lo = start[i] + leaves
+        hi = end[i] + leaves + 1
+        while lo < hi:
+            if lo & 1:
+                canon[n_canon] = lo
+                n_canon += 1
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                canon[n_canon] = hi
+                n_canon += 1
+            lo >>= 1
+            hi >>= 1
+        m = 0
+        for c in range(n_canon):
+            v = canon[c]
+            if below_len[v]:
+                list_node[m] = v
+                list_cover[m] = False
+                m += 1
+            u = v >> 1
+            while u >= 1 and seen[u] != i:
+                seen[u] = i
+                if cover_len[u]:
+                    list_node[m] = u
+                    list_cover[m] = True
+                    m += 1
+                u >>= 1
+        y = 0
+        stable = 0
+        j = 0
+        while stable < m:
+            v = list_node[j]
+            if list_cover[j]:
+                moved = _advance(cover_lo, cover_hi, cover_base[v], cover_len[v], y, s)
+            else:
+                moved = _advance(below_lo, below_hi, below_base[v], below_len[v], y, s)
+            if moved != y:
+                y = moved
+                stable = 1
+            else:
+                stable += 1
+            j += 1
+            if j == m:
+                j = 0
+        offsets[i] = y
+        for c in range(n_canon):
+            v = canon[c]
+            cover_len[v] = _insert(cover_lo, cover_hi, cover_base[v], cover_len[v], y, y + s)
+            while v >= 1 and stamp[v] != i:
+                stamp[v] = i
+                below_len[v] = _insert(below_lo, below_hi, below_base[v], below_len[v], y, y + s)
+                v >>= 1
+    return offsets

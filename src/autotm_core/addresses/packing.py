@@ -1,0 +1,244 @@
+"""Byte addresses for every residency of every capacity-limited pool of a plan.
+
+The static dynamic-storage-allocation problem: each residency is a rectangle,
+its time span (in half steps, as the verifier counts them: a synchronous copy
+occupies both pools at the boundary before its kernel) by its size rounded up
+to the alignment. Rectangles present at the same time must not share an
+address. Heuristic: lowest-fit placement (each item at the lowest address free
+during its whole span) in a few orders, keeping the lowest packing. Lower
+bound: the most aligned bytes present at any one time. See docs/addresses.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from autotm_core.addresses.records import OffsetAssignment, Overflow, PoolPacking
+from autotm_core.errors import PlanError, UsageError, summarize_problems
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.arrays import PlanArrays, encode_plan
+from autotm_core.plans.model import Plan
+from autotm_core.plans.verify_memory import half_step_spans
+from autotm_core.units import PAGE_NBYTES, format_bytes
+
+logger = logging.getLogger(__name__)
+
+IntArray = npt.NDArray[np.int64]
+_Order = Callable[[IntArray, IntArray, IntArray], IntArray]
+
+ORDERS: dict[str, _Order] = {
+    "size": lambda s, e, z: np.lexsort((s, -(e - s), -z)),
+    "start": lambda s, e, z: np.lexsort((-z, s)),
+    "length": lambda s, e, z: np.lexsort((s, -z, -(e - s))),
+    "area": lambda s, e, z: np.lexsort((s, -z, -z * (e - s + 1))),
+}
+"""Placement orders: largest first; by start time (an online first-fit sweep, exact on
+last-in-first-out lifetimes); longest-lived first; largest size x lifetime first."""
+
+DEFAULT_ORDERS = ("size", "start")
+"""Orders tried by default: on training graphs the other two were never better and much slower."""
+
+
+def assign_offsets(
+    plan: Plan,
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    alignment_nbytes: int = PAGE_NBYTES,
+    orders: Sequence[str] = DEFAULT_ORDERS,
+) -> OffsetAssignment:
+    """Give every residency of every bounded pool in ``plan.capacities`` a byte offset.
+
+    Kernel workspaces are packed into the fastest pool too, during their kernel.
+    The returned plan carries offsets only when every pool fits; otherwise it
+    carries none, and ``overflows`` says where each pool ran over and by how much.
+    Raises :class:`PlanError` when the plan names unknown tensors or pools or has
+    spans outside the graph.
+    """
+    _check_options(alignment_nbytes, orders)
+    from autotm_core.addresses.lowest_fit import lowest_fit
+
+    arrays = _encode(plan, graph, system)
+    rows = np.arange(len(arrays.res_index))
+    start, end = half_step_spans(arrays, rows)
+    live = graph.liveness
+    size = _align(live.nbytes[arrays.res_tensor], alignment_nbytes)
+    n_times = 2 * arrays.n_kernels
+    offsets = np.full(len(rows), -1, dtype=np.int64)
+    packings: list[PoolPacking] = []
+    overflows: list[Overflow] = []
+    workspace_offsets: dict[int, int] = {}
+    for p, pool in enumerate(system.pools):
+        capacity = plan.capacities.get(pool.name)
+        if capacity is None:
+            continue
+        mine = np.flatnonzero(arrays.res_pool == p)
+        item_start, item_end, item_size = start[mine], end[mine], size[mine]
+        kernels = np.zeros(0, dtype=np.int64)
+        if p == 0:
+            kernels = np.flatnonzero(live.workspace_nbytes > 0)
+            item_start = np.concatenate([item_start, 2 * kernels + 1])
+            item_end = np.concatenate([item_end, 2 * kernels + 1])
+            item_size = np.concatenate(
+                [item_size, _align(live.workspace_nbytes[kernels], alignment_nbytes)]
+            )
+        bound = lower_bound(item_start, item_end, item_size, n_times)
+        best: tuple[int, str, IntArray] | None = None
+        for name in orders:
+            order = ORDERS[name](item_start, item_end, item_size).astype(np.int64)
+            placed = lowest_fit(item_start, item_end, item_size, order, n_times)
+            height = int((placed + item_size).max()) if len(placed) else 0
+            logger.debug("pool %s, order %s: height %d, bound %d", pool.name, name, height, bound)
+            if best is None or height < best[0]:
+                best = (height, name, placed)
+            if height == bound:
+                break
+        assert best is not None  # orders is not empty (checked above)
+        height, name, placed = best
+        packings.append(PoolPacking(pool.name, capacity, height, bound, name, len(item_size)))
+        if height > capacity:
+            overflows.append(
+                _overflow(pool.name, capacity, item_start, item_end, item_size, placed)
+            )
+            logger.info(
+                "pool %s: packing needs %s, capacity %s",
+                pool.name,
+                format_bytes(height),
+                format_bytes(capacity),
+            )
+        offsets[mine] = placed[: len(mine)]
+        workspace_offsets.update(zip(kernels.tolist(), placed[len(mine) :].tolist(), strict=True))
+
+    if overflows:
+        cleared = tuple(
+            attrs.evolve(r, offset=None) if r.offset is not None else r for r in plan.residencies
+        )
+        return OffsetAssignment(
+            attrs.evolve(plan, residencies=cleared), packings, overflows, alignment_nbytes
+        )
+    return OffsetAssignment(
+        _with_offsets(plan, arrays, offsets, packings, workspace_offsets, graph, alignment_nbytes),
+        packings,
+        (),
+        alignment_nbytes,
+        workspace_offsets,
+    )
+
+
+def lower_bound(start: IntArray, end: IntArray, size: IntArray, n_times: int) -> int:
+    """Most bytes present at one time: no packing of these items is lower."""
+    if not len(size):
+        return 0
+    delta = np.zeros(n_times + 1, dtype=np.int64)
+    np.add.at(delta, start, size)
+    np.add.at(delta, end + 1, -size)
+    return int(np.cumsum(delta).max())
+
+
+def _check_options(alignment_nbytes: int, orders: Sequence[str]) -> None:
+    if (
+        isinstance(alignment_nbytes, bool)
+        or not isinstance(alignment_nbytes, int)
+        or alignment_nbytes < 1
+    ):
+        raise UsageError(
+            f"alignment {alignment_nbytes!r} is not a whole number of bytes >= 1",
+            hint="use 4096 (a page, as AutoTM) or 1 for no rounding",
+        )
+    unknown = [o for o in orders if o not in ORDERS]
+    if unknown or not orders:
+        raise UsageError(
+            f"unknown placement orders {unknown!r}" if unknown else "no placement order given",
+            hint=f"choose among {', '.join(ORDERS)}",
+        )
+
+
+def _align(nbytes: IntArray, alignment_nbytes: int) -> IntArray:
+    return (-(-nbytes // alignment_nbytes) * alignment_nbytes).astype(np.int64)
+
+
+def _encode(plan: Plan, graph: Graph, system: MemorySystem) -> PlanArrays:
+    arrays, problems = encode_plan(plan, graph, system)
+    n = arrays.n_kernels
+    first, last = arrays.res_first, arrays.res_last
+    for i in np.flatnonzero((first < 0) | (last >= n) | (first > last)):
+        r = plan.residencies[int(arrays.res_index[i])]
+        problems.append(
+            f"residencies[{arrays.res_index[i]}]: tensor {r.tensor!r} in pool {r.pool!r} "
+            f"spans kernels {r.first}..{r.last}, outside 0..{n - 1} or backwards"
+        )
+    dropped = len(arrays.res_index) != len(plan.residencies) or len(arrays.move_index) != len(
+        plan.moves
+    )
+    if dropped or np.any((first < 0) | (last >= n) | (first > last)):
+        raise PlanError(
+            summarize_problems(
+                f"cannot assign addresses in plan for graph {graph.name!r}", problems
+            ),
+            problems=problems,
+            hint="run the plan verifier on it; addresses need known tensors, pools and spans",
+        )
+    return arrays
+
+
+def _overflow(
+    pool: str, capacity: int, start: IntArray, end: IntArray, size: IntArray, placed: IntArray
+) -> Overflow:
+    """Per kernel, how far past ``capacity`` the highest item present there ends."""
+    top = placed + size
+    over = np.flatnonzero(top > capacity)
+    excess: dict[int, int] = {}
+    # Paint half steps from the highest item down; each half step is painted once.
+    n_times = int(end[over].max()) + 2
+    next_free = np.arange(n_times)
+
+    def find(t: int) -> int:
+        root = t
+        while next_free[root] != root:
+            root = next_free[root]
+        while next_free[t] != root:
+            next_free[t], t = root, next_free[t]
+        return root
+
+    for i in over[np.argsort(-top[over], kind="stable")]:
+        t = find(int(start[i]))
+        while t <= end[i]:
+            k = t // 2
+            excess[k] = max(excess.get(k, 0), int(top[i]) - capacity)
+            next_free[t] = t + 1
+            t = find(t + 1)
+    kernels = sorted(excess)
+    return Overflow(pool, kernels, [excess[k] for k in kernels])
+
+
+def _with_offsets(
+    plan: Plan,
+    arrays: PlanArrays,
+    offsets: IntArray,
+    packings: list[PoolPacking],
+    workspace_offsets: dict[int, int],
+    graph: Graph,
+    alignment_nbytes: int,
+) -> Plan:
+    residencies = list(plan.residencies)
+    for row in np.flatnonzero(offsets >= 0):
+        i = int(arrays.res_index[row])
+        residencies[i] = attrs.evolve(residencies[i], offset=int(offsets[row]))
+    facts = {
+        "alignment_nbytes": alignment_nbytes,
+        "height_nbytes": {p.pool: p.height_nbytes for p in packings},
+        "lower_bound_nbytes": {p.pool: p.lower_bound_nbytes for p in packings},
+    }
+    if workspace_offsets:
+        facts["workspace_offsets"] = {
+            graph.kernels[k].name: o for k, o in workspace_offsets.items()
+        }
+    return attrs.evolve(
+        plan, residencies=tuple(residencies), attributes={**plan.attributes, "addresses": facts}
+    )

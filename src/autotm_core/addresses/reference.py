@@ -1,0 +1,60 @@
+"""Plain-Python references of the packing kernels: obviously right, quadratic, for tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def lowest_fit(
+    start: Sequence[int], end: Sequence[int], size: Sequence[int], order: Sequence[int]
+) -> list[int]:
+    """Offsets of items placed in ``order``, each at its lowest fitting address.
+
+    Same contract as :func:`autotm_core.addresses.lowest_fit.lowest_fit`:
+    inclusive time spans, items of size 0 get offset 0 and block nothing.
+    """
+    offsets = [0] * len(start)
+    placed: list[int] = []
+    for i in order:
+        i = int(i)
+        if size[i] == 0:
+            continue
+        blocking = sorted(
+            (offsets[j], offsets[j] + size[j])
+            for j in placed
+            if start[j] <= end[i] and start[i] <= end[j]
+        )
+        y = 0
+        for low, high in blocking:
+            if low >= y + size[i]:
+                break
+            y = max(y, high)
+        offsets[i] = y
+        placed.append(i)
+    return offsets
+
+
+def live_profile(
+    start: Sequence[int], end: Sequence[int], size: Sequence[int], n_times: int
+) -> list[int]:
+    """Bytes present at each time ``0 .. n_times-1``."""
+    used = [0] * n_times
+    for a, b, s in zip(start, end, size, strict=True):
+        for t in range(a, b + 1):
+            used[t] += s
+    return used
+
+
+def top_profile(
+    start: Sequence[int],
+    end: Sequence[int],
+    size: Sequence[int],
+    offsets: Sequence[int],
+    n_times: int,
+) -> list[int]:
+    """Highest end address of the items present at each time (0 where none is)."""
+    top = [0] * n_times
+    for a, b, s, o in zip(start, end, size, offsets, strict=True):
+        for t in range(a, b + 1):
+            top[t] = max(top[t], o + s)
+    return top
