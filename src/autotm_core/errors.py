@@ -78,6 +78,14 @@ class SolverError(AutotmError):
     """A solver is unavailable, failed, or returned something unusable."""
 
 
+class ExecutionError(AutotmError):
+    """A plan cannot be carried out on this machine (arena, copy or replay failure)."""
+
+
+class NumaError(ExecutionError):
+    """A NUMA node is missing or not allowed, or binding memory to it failed."""
+
+
 def summarize_problems(what: str, problems: Sequence[str], *, shown: int = 5) -> str:
     """One line that counts ``problems`` and quotes the first ``shown`` of them."""
     count = len(problems)
