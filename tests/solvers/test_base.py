@@ -73,3 +73,24 @@ def test_result_gap_follows_objective_and_bound() -> None:
                         termination=TerminationCondition.TIME_LIMIT,
                         status=SolutionStatus.NO_SOLUTION)
     assert empty.gap is None and not empty.has_solution
+
+
+@pytest.mark.parametrize(("native", "has_solution", "objective", "bound", "expected"), [
+    (TerminationCondition.OPTIMAL, True, 10.0, 10.0,
+     (TerminationCondition.OPTIMAL, SolutionStatus.OPTIMAL)),
+    (TerminationCondition.OPTIMAL, True, 10.0, 9.95,
+     (TerminationCondition.GAP_REACHED, SolutionStatus.OPTIMAL)),
+    (TerminationCondition.TIME_LIMIT, True, 10.0, 5.0,
+     (TerminationCondition.TIME_LIMIT, SolutionStatus.FEASIBLE)),
+    (TerminationCondition.TIME_LIMIT, False, None, 5.0,
+     (TerminationCondition.TIME_LIMIT, SolutionStatus.NO_SOLUTION)),
+    (TerminationCondition.INFEASIBLE, False, None, None,
+     (TerminationCondition.INFEASIBLE, SolutionStatus.INFEASIBLE)),
+    (TerminationCondition.INTERRUPTED, True, 3.0, None,
+     (TerminationCondition.INTERRUPTED, SolutionStatus.FEASIBLE)),
+])
+def test_settle_status(native, has_solution, objective, bound, expected) -> None:
+    from autotm_core.solvers.base import settle_status
+
+    assert settle_status(native, has_solution=has_solution, objective=objective,
+                         best_bound=bound) == expected

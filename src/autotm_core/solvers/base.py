@@ -113,6 +113,28 @@ def relative_gap(*, objective: float | None, best_bound: float | None) -> float 
     return difference / abs(objective) if objective != 0 else math.inf
 
 
+def settle_status(
+    termination: TerminationCondition, *, has_solution: bool,
+    objective: float | None, best_bound: float | None,
+) -> tuple[TerminationCondition, SolutionStatus]:
+    """The termination and solution status every backend reports for a native outcome.
+
+    An ``OPTIMAL`` stop with a bound still apart from the objective becomes
+    ``GAP_REACHED`` (beyond a 1e-6 relative tolerance); the solution is
+    ``OPTIMAL`` only after those two stops.
+    """
+    gap = relative_gap(objective=objective, best_bound=best_bound)
+    if termination is TerminationCondition.OPTIMAL and gap is not None and gap > 1e-6:
+        termination = TerminationCondition.GAP_REACHED
+    if termination is TerminationCondition.INFEASIBLE:
+        return termination, SolutionStatus.INFEASIBLE
+    if not has_solution:
+        return termination, SolutionStatus.NO_SOLUTION
+    if termination in (TerminationCondition.OPTIMAL, TerminationCondition.GAP_REACHED):
+        return termination, SolutionStatus.OPTIMAL
+    return termination, SolutionStatus.FEASIBLE
+
+
 def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
 

@@ -24,7 +24,13 @@ from typing import Any
 import attrs
 
 from autotm_core.errors import SolverError
-from autotm_core.solvers.base import SolutionStatus, SolverConfig, SolveResult, TerminationCondition
+from autotm_core.solvers.base import (
+    SolutionStatus,
+    SolverConfig,
+    SolveResult,
+    TerminationCondition,
+    settle_status,
+)
 from autotm_core.solvers.matrix import count_model
 
 log = logging.getLogger(__name__)
@@ -179,16 +185,8 @@ def _result(model: Any, results: Any, *, log_text: str, version: str) -> SolveRe
             else None
         if termination is TerminationCondition.OPTIMAL and best_bound is None:
             best_bound = objective
-    if termination is TerminationCondition.OPTIMAL and has_solution and best_bound is not None \
-            and abs(objective - best_bound) > 1e-9 * max(1.0, abs(objective)):
-        termination = TerminationCondition.GAP_REACHED
-    if termination is TerminationCondition.INFEASIBLE:
-        status = SolutionStatus.INFEASIBLE
-    elif has_solution and termination in (TerminationCondition.OPTIMAL,
-                                          TerminationCondition.GAP_REACHED):
-        status = SolutionStatus.OPTIMAL
-    else:
-        status = SolutionStatus.FEASIBLE if has_solution else SolutionStatus.NO_SOLUTION
+    termination, status = settle_status(termination, has_solution=has_solution,
+                                        objective=objective, best_bound=best_bound)
     return SolveResult(solver_name="cbc", solver_version=version, termination=termination,
                        status=status, objective=objective, best_bound=best_bound, log=log_text,
                        message=native)

@@ -20,7 +20,12 @@ from typing import Any
 import attrs
 
 from autotm_core.errors import SolverError
-from autotm_core.solvers.base import SolutionStatus, SolverConfig, SolveResult, TerminationCondition
+from autotm_core.solvers.base import (
+    SolverConfig,
+    SolveResult,
+    TerminationCondition,
+    settle_status,
+)
 from autotm_core.solvers.matrix import MatrixForm, count_model, to_matrix
 
 log = logging.getLogger(__name__)
@@ -167,13 +172,8 @@ class GlpkSolver:
             form.load([glpk.glp_mip_col_val(lp, j + 1) for j in range(len(form.columns))])
             objective = glpk.glp_mip_obj_val(lp)
             best_bound = objective if mip_status == glpk.GLP_OPT else _bound_from_log(log_text)
-        if termination is TerminationCondition.INFEASIBLE:
-            status = SolutionStatus.INFEASIBLE
-        elif has_solution and termination in (TerminationCondition.OPTIMAL,
-                                              TerminationCondition.GAP_REACHED):
-            status = SolutionStatus.OPTIMAL
-        else:
-            status = SolutionStatus.FEASIBLE if has_solution else SolutionStatus.NO_SOLUTION
+        termination, status = settle_status(termination, has_solution=has_solution,
+                                            objective=objective, best_bound=best_bound)
         return SolveResult(
             solver_name=self.name, solver_version=glpk.glp_version(), termination=termination,
             status=status, objective=objective, best_bound=best_bound,

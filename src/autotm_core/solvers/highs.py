@@ -21,7 +21,12 @@ from typing import Any
 import attrs
 
 from autotm_core.errors import SolverError
-from autotm_core.solvers.base import SolutionStatus, SolverConfig, SolveResult, TerminationCondition
+from autotm_core.solvers.base import (
+    SolverConfig,
+    SolveResult,
+    TerminationCondition,
+    settle_status,
+)
 from autotm_core.solvers.matrix import MatrixForm, to_matrix
 
 log = logging.getLogger(__name__)
@@ -189,20 +194,8 @@ class HighsSolver:
                 "HiGHS was interrupted (Ctrl-C) before it found any feasible solution",
                 hint="let it run longer, or set a time limit to get the best plan found in time",
             )
-        if termination is TerminationCondition.OPTIMAL and has_solution:
-            proven = best_bound is None or abs(objective - best_bound) <= 1e-9 * max(
-                1.0, abs(objective))
-            if not proven:
-                termination = TerminationCondition.GAP_REACHED
-        if termination is TerminationCondition.INFEASIBLE:
-            status = SolutionStatus.INFEASIBLE
-        elif has_solution and termination in (TerminationCondition.OPTIMAL,
-                                              TerminationCondition.GAP_REACHED):
-            status = SolutionStatus.OPTIMAL
-        elif has_solution:
-            status = SolutionStatus.FEASIBLE
-        else:
-            status = SolutionStatus.NO_SOLUTION
+        termination, status = settle_status(termination, has_solution=has_solution,
+                                            objective=objective, best_bound=best_bound)
         return SolveResult(
             solver_name=self.name, solver_version=highs.version(), termination=termination,
             status=status, objective=objective, best_bound=best_bound,
