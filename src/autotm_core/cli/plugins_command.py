@@ -27,7 +27,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         table.add_column("name", style="bold")
         table.add_column("distribution")
         table.add_column("usable")
-        table.add_column("description / reason")
+        table.add_column("description / reason", overflow="fold")  # a reason is never cut short
         for name, entry in entries.items():
             if entry.usable:
                 table.add_row(name, entry.distribution, "[green]yes[/]",
