@@ -1,0 +1,73 @@
+"""The bytes a graph's replay must produce: the same kernels with every tensor in one pool.
+
+Every tensor gets its own address in one ordinary buffer (no reuse, no moves),
+so nothing a plan decides can change what the kernels read. A run of a plan
+that skipped a copy, copied the wrong bytes or used a wrong offset reads
+different bytes somewhere: :func:`compare` names the first kernel that did.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from autotm_core.executor.program import seed_of
+from autotm_core.executor.records import ReplayCheck
+from autotm_core.executor.replay import READ, SCRATCH, WRITE
+from autotm_core.ir import Graph
+
+ALIGNMENT_NBYTES = 64
+"""Alignment of each tensor in the one-pool buffer."""
+
+
+def replay_one_pool(graph: Graph) -> tuple[npt.NDArray[np.uint64], dict[str, int]]:
+    """Hash of what each kernel reads, and final digest of each surviving tensor, in one pool."""
+    from autotm_core.executor import replay
+
+    offsets, cursor = {}, 0
+    for tensor in graph.tensors:
+        offsets[tensor.name] = cursor
+        cursor += -(-max(tensor.nbytes, 1) // ALIGNMENT_NBYTES) * ALIGNMENT_NBYTES
+    scratch = cursor
+    cursor += max((k.workspace_nbytes for k in graph.kernels), default=0)
+    space = np.zeros(-(-max(cursor, 8) // 8) * 8, dtype=np.uint8)
+    words = space.view(np.uint64)
+    live = graph.liveness
+    existing = [t for i, t in enumerate(graph.tensors)
+                if live.producer[i] < 0 and live.last[i] >= 0]
+    replay.initialise(space, words, _rows([(offsets[t.name], t.nbytes, seed_of(t.name), WRITE)
+                                            for t in existing]))
+    digests = np.zeros(len(graph.kernels), dtype=np.uint64)
+    for k, kernel in enumerate(graph.kernels):
+        rows = [(offsets[name], graph.tensor(name).nbytes, 0, READ)
+                for name in dict.fromkeys(kernel.inputs)]
+        rows += [(offsets[name], graph.tensor(name).nbytes, seed_of(name), WRITE)
+                 for name in dict.fromkeys(kernel.outputs)]
+        if kernel.workspace_nbytes:
+            rows.append((scratch, kernel.workspace_nbytes, seed_of(f"workspace:{kernel.name}"),
+                         SCRATCH))
+        ops = _rows(rows)
+        digests[k] = replay.run_kernel(space, words, ops, 0, len(ops), 0)[0]
+    existed = {t.name for t in existing} | {name for k in graph.kernels for name in k.outputs}
+    final = [t for t in graph.tensors if t.kind.survives_step and t.name in existed]
+    values = replay.digests(space, words, _rows([(offsets[t.name], t.nbytes, 0, READ)
+                                                  for t in final]))
+    return digests, {t.name: int(v) for t, v in zip(final, values, strict=True)}
+
+
+def compare(
+    digests: npt.NDArray[np.uint64],
+    final: dict[str, int],
+    expected_digests: npt.NDArray[np.uint64],
+    expected_final: dict[str, int],
+) -> ReplayCheck:
+    """How a run's digests compare with the one-pool replay's."""
+    differ = np.flatnonzero(np.asarray(digests) != np.asarray(expected_digests))
+    tensors = tuple(sorted(name for name in final.keys() | expected_final.keys()
+                           if final.get(name) != expected_final.get(name)))
+    first = int(differ[0]) if len(differ) else -1
+    return ReplayCheck(first < 0 and not tensors, first, tensors)
+
+
+def _rows(rows: list[tuple[int, int, int, int]]) -> npt.NDArray[np.int64]:
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 4)

@@ -1,0 +1,206 @@
+"""Where everything of a plan goes in the arenas, decided before any memory is touched.
+
+- Each pool gets a NUMA node: ``bind`` (an override), else its ``numa_node``,
+  else the first allowed node, with a note (a pool without a node, or on a
+  device this executor cannot reach).
+- Each pool gets one arena of its size: the plan's capacity for a bounded pool,
+  whose residencies must all carry offsets that fit (else :class:`ExecutionError`
+  before running); for an unbounded pool, the highest end of its residencies,
+  after packing the ones without offsets above those with one (lowest-fit, by
+  :func:`autotm_core.addresses.packing.assign_offsets`).
+- A kernel's workspace lives in the fastest pool: at the offset the plan's
+  address assignment gave it (``attributes["addresses"]["workspace_offsets"]``),
+  else in a scratch arena bound to the fastest pool's node (with a note).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping
+
+import attrs
+
+from autotm_core.errors import ExecutionError
+from autotm_core.executor.arena import ArenaRequest
+from autotm_core.executor.numa import allowed_nodes, check_node
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.model import Plan
+from autotm_core.plans.verify_memory import plan_capacities
+from autotm_core.units import format_bytes
+
+SCRATCH = "(workspace)"
+"""Name of the scratch arena holding workspaces the plan gave no address."""
+PACK_ALIGNMENT_NBYTES = 64
+"""Alignment of offsets the executor assigns in unbounded pools."""
+
+
+@attrs.frozen(slots=True)
+class Layout:
+    """Arenas to make, and the arena and offset of every residency and workspace."""
+
+    requests: tuple[ArenaRequest, ...]
+    """One arena per pool (system order), then the scratch arena if any."""
+    residency_places: tuple[tuple[int, int], ...]
+    """``(arena index, offset)`` of each of ``plan.residencies``."""
+    workspace_places: Mapping[int, tuple[int, int]]
+    """``(arena index, offset)`` of each kernel with a workspace."""
+    notes: tuple[str, ...]
+    """What the run should be read with (default bindings, packing, scratch arena)."""
+
+
+def resolve_nodes(
+    system: MemorySystem, bind: Mapping[str, int] | None = None
+) -> tuple[list[int], list[str]]:
+    """NUMA node of each pool (``bind`` first, then ``numa_node``) and notes on the defaults."""
+    bind = dict(bind or {})
+    for name in bind:
+        system.pool(name)  # an unknown pool name is a MemorySystemError naming the pools
+    nodes, notes = [], []
+    default = allowed_nodes()[0] if allowed_nodes() else 0
+    for pool in system.pools:
+        if pool.name in bind:
+            nodes.append(check_node(bind[pool.name], who=f"--bind {pool.name}"))
+        elif pool.numa_node is not None:
+            nodes.append(check_node(pool.numa_node, who=f"pool {pool.name!r}"))
+        else:
+            why = f"is on device {pool.device!r}" if pool.device else "names no NUMA node"
+            notes.append(f"pool {pool.name!r} {why}; bound to NUMA node {default}")
+            nodes.append(default)
+    return nodes, notes
+
+
+def plan_layout(
+    plan: Plan,
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    bind: Mapping[str, int] | None = None,
+    arena_nbytes: Mapping[str, int] | None = None,
+) -> Layout:
+    """The arenas and addresses of ``plan`` (verified beforehand) on this machine.
+
+    ``arena_nbytes`` shrinks the arena of a bounded pool below its capacity (a
+    768 GB PMM pool on a small machine); it must still hold every offset the plan uses.
+    """
+    arena_nbytes = dict(arena_nbytes or {})
+    for name in arena_nbytes:
+        system.pool(name)
+    nodes, notes = resolve_nodes(system, bind)
+    capacities = plan_capacities(plan, system)
+    pool_of = {pool.name: i for i, pool in enumerate(system.pools)}
+    nbytes = {t.name: t.nbytes for t in graph.tensors}
+    places: list[tuple[int, int] | None] = [None] * len(plan.residencies)
+    by_pool: dict[int, list[int]] = collections.defaultdict(list)
+    for i, r in enumerate(plan.residencies):
+        by_pool[pool_of[r.pool]].append(i)
+    sizes = []
+    for p, pool in enumerate(system.pools):
+        rows = by_pool.get(p, [])
+        if capacities[p] is not None:
+            top = _bounded(plan, rows, nbytes, pool.name, capacities[p])
+            size = capacities[p]
+            if pool.name in arena_nbytes:
+                size = arena_nbytes[pool.name]
+                if size < top:
+                    raise ExecutionError(
+                        f"pool {pool.name!r}: an arena of {format_bytes(size)} is too small; the "
+                        f"plan's residencies reach byte {top} ({format_bytes(top)})",
+                        hint=f"give --arena {pool.name}={top} or more",
+                    )
+                notes.append(f"pool {pool.name!r}: arena of {format_bytes(size)} instead of its "
+                             f"capacity {format_bytes(capacities[p])} (the plan uses "
+                             f"{format_bytes(top)})")
+            sizes.append(size)
+            for i in rows:
+                places[i] = (p, plan.residencies[i].offset or 0)
+            continue
+        given = [i for i in rows if plan.residencies[i].offset is not None]
+        top = max((plan.residencies[i].offset + nbytes[plan.residencies[i].tensor]  # type: ignore[operator]
+                   for i in given), default=0)
+        for i in given:
+            places[i] = (p, plan.residencies[i].offset)  # type: ignore[assignment]
+        missing = [i for i in rows if plan.residencies[i].offset is None]
+        if missing:
+            base = -(-top // PACK_ALIGNMENT_NBYTES) * PACK_ALIGNMENT_NBYTES
+            packed = _pack(plan, graph, system, pool.name, missing)
+            for i, offset in packed.items():
+                places[i] = (p, base + offset)
+                top = max(top, base + offset + nbytes[plan.residencies[i].tensor])
+            notes.append(f"pool {pool.name!r} is unbounded: {len(missing)} residencies without "
+                         f"an offset were packed (lowest fit); its arena is {format_bytes(top)}")
+        sizes.append(top)
+    requests = [ArenaRequest(pool.name, sizes[p], nodes[p]) for p, pool in enumerate(system.pools)]
+    workspaces, scratch = _workspaces(plan, graph, capacities[0], len(system.pools))
+    if scratch:
+        requests.append(ArenaRequest(SCRATCH, scratch, nodes[0]))
+        notes.append(f"{sum(1 for a, _ in workspaces.values() if a == len(system.pools))} kernel "
+                     f"workspaces have no address in the plan; they use a {format_bytes(scratch)} "
+                     f"scratch arena on node {nodes[0]}, outside pool {system.pools[0].name!r}")
+    return Layout(tuple(requests), tuple(places), workspaces, tuple(notes))  # type: ignore[arg-type]
+
+
+def _bounded(plan: Plan, rows: list[int], nbytes: dict[str, int], pool: str, capacity: int) -> int:
+    missing = [plan.residencies[i] for i in rows if plan.residencies[i].offset is None]
+    if missing:
+        r = missing[0]
+        raise ExecutionError(
+            f"pool {pool!r} is bounded ({format_bytes(capacity)}) but {len(missing)} of its "
+            f"residencies carry no offset (first: tensor {r.tensor!r}, "
+            f"kernels {r.first}..{r.last})",
+            hint="give the plan addresses first: autotm_core.addresses.assign_offsets, or "
+            "'solve' (which assigns them)",
+        )
+    top = 0
+    for i in rows:
+        r = plan.residencies[i]
+        end = r.offset + nbytes[r.tensor]  # type: ignore[operator]
+        if r.offset < 0 or end > capacity:  # type: ignore[operator]
+            raise ExecutionError(
+                f"pool {pool!r}: tensor {r.tensor!r} at offset {r.offset} ends at byte {end}, "
+                f"outside the pool's {capacity} bytes (kernels {r.first}..{r.last})",
+                hint="re-assign the plan's offsets (autotm_core.addresses.assign_offsets) or "
+                "re-solve it with this capacity",
+            )
+        top = max(top, end)
+    return top
+
+
+def _pack(
+    plan: Plan, graph: Graph, system: MemorySystem, pool: str, rows: list[int]
+) -> dict[int, int]:
+    """Offsets for residencies ``rows`` of unbounded ``pool``, packed among themselves."""
+    from autotm_core.addresses.packing import assign_offsets
+
+    nbytes = {t.name: t.nbytes for t in graph.tensors}
+    room = sum(-(-nbytes[plan.residencies[i].tensor] // PACK_ALIGNMENT_NBYTES)
+               for i in rows) * PACK_ALIGNMENT_NBYTES
+    sub = attrs.evolve(plan, capacities={pool: room},
+                       residencies=tuple(plan.residencies[i] for i in rows))
+    if system.pool_index(pool) == 0:  # keep workspaces out of this packing: they are placed apart
+        graph = attrs.evolve(graph, kernels=[attrs.evolve(k, workspace_nbytes=0)
+                                             for k in graph.kernels])
+    result = assign_offsets(sub, graph, system, alignment_nbytes=PACK_ALIGNMENT_NBYTES)
+    return {i: r.offset for i, r in zip(rows, result.plan.residencies, strict=True)}  # type: ignore[misc]
+
+
+def _workspaces(
+    plan: Plan, graph: Graph, fast_capacity: int | None, n_pools: int
+) -> tuple[dict[int, tuple[int, int]], int]:
+    """Place of each workspace, and the scratch arena's size (0: none needed)."""
+    given = plan.attributes.get("addresses", {}).get("workspace_offsets", {}) \
+        if isinstance(plan.attributes.get("addresses"), Mapping) else {}
+    places: dict[int, tuple[int, int]] = {}
+    scratch = 0
+    for k, kernel in enumerate(graph.kernels):
+        size = kernel.workspace_nbytes
+        if not size:
+            continue
+        offset = given.get(kernel.name)
+        if (fast_capacity is not None and isinstance(offset, int) and offset >= 0
+                and offset + size <= fast_capacity):
+            places[k] = (0, offset)
+        else:
+            places[k] = (n_pools, 0)
+            scratch = max(scratch, size)
+    return places, scratch

@@ -1,0 +1,187 @@
+"""A plan turned into what the run loop executes: replay rows, copies and joins per kernel.
+
+Everything is resolved here, once, so the loop only indexes lists:
+
+- kernel ``k`` reads and writes each tensor at the residency covering ``k`` in
+  the pool ``plan.configs[k]`` names (reads first, in ``Kernel.inputs`` order);
+- a synchronous move before ``k`` copies from the source residency covering
+  ``k - 1`` to the target residency covering ``k``;
+- an asynchronous move during ``k`` is submitted to the copy thread when ``k``
+  starts and joined before the first later kernel that touches the tensor or
+  moves it again, and at the latest just after its source residency ends (its
+  memory may then be reused);
+- tensors that exist before the step are written with their initial bytes in
+  every residency they start in (not those a move fills);
+- the final bytes of a surviving tensor are those of its last writer: the pool
+  its last kernel wrote it to, or the last move into a pool after that.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from autotm_core.errors import ExecutionError
+from autotm_core.executor.layout import Layout
+from autotm_core.executor.replay import FLOPS_PER_ITERATION, READ, SCRATCH, WRITE
+from autotm_core.ir import Graph
+from autotm_core.plans.model import MoveKind, Plan
+
+IntArray = npt.NDArray[np.int64]
+
+ARENA, OFFSET, NBYTES, SEED, KIND = range(5)
+"""Columns of a program row (before linking to a space)."""
+
+
+def seed_of(name: str) -> int:
+    """A stable signed 64-bit seed for a tensor or workspace name."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little",
+                          signed=True)
+
+
+@attrs.frozen(slots=True)
+class Copy:
+    """One move, resolved: ``nbytes`` from (arena, offset) to (arena, offset)."""
+
+    move: int
+    """Position in ``plan.moves``."""
+    source: tuple[int, int]
+    """Arena index and offset copied from."""
+    target: tuple[int, int]
+    """Arena index and offset copied to."""
+    nbytes: int
+    """Bytes copied."""
+
+
+@attrs.frozen(slots=True, eq=False)
+class Program:
+    """What the run loop executes; addresses are (arena index, offset) until linked."""
+
+    rows: IntArray
+    """``(m, 5)`` replay rows (columns :data:`ARENA` .. :data:`KIND`), kernel by kernel."""
+    kernel_ptr: IntArray
+    """``(n_kernels + 1,)`` kernel ``k`` runs rows ``kernel_ptr[k]:kernel_ptr[k+1]``."""
+    iterations: IntArray
+    """``(n_kernels,)`` compute rounds of each kernel."""
+    sync: tuple[tuple[Copy, ...], ...]
+    """Synchronous copies before each kernel."""
+    asynchronous: tuple[tuple[Copy, ...], ...]
+    """Asynchronous copies submitted when each kernel starts."""
+    joins: tuple[tuple[int, ...], ...]
+    """Moves (positions in ``plan.moves``) to wait for before each kernel."""
+    initial: IntArray
+    """``(i, 5)`` rows written with their tensor's initial bytes before each repetition."""
+    final: IntArray
+    """``(f, 5)`` rows holding the final bytes of each surviving tensor."""
+    final_tensors: tuple[str, ...]
+    """Tensor of each :attr:`final` row."""
+
+
+def build_program(
+    plan: Plan, graph: Graph, layout: Layout, *, flops: Sequence[float], flops_scale: float = 1.0
+) -> Program:
+    """The program of a verified ``plan`` laid out by ``layout``."""
+    nbytes = {t.name: t.nbytes for t in graph.tensors}
+    n = len(graph.kernels)
+    spans: dict[tuple[str, str], list[tuple[int, int, int]]] = collections.defaultdict(list)
+    for i, r in enumerate(plan.residencies):
+        spans[r.tensor, r.pool].append((r.first, r.last, i))
+
+    def place(tensor: str, pool: str, k: int, why: str) -> tuple[int, int, int]:
+        for first, last, i in spans.get((tensor, pool), ()):
+            if first <= k <= last:
+                arena, offset = layout.residency_places[i]
+                return arena, offset, i
+        raise ExecutionError(
+            f"kernel {graph.kernels[k].name!r} ({k}): tensor {tensor!r} is not resident in pool "
+            f"{pool!r} for {why}",
+            hint="verify the plan ('python -m autotm_core verify'); the executor follows it as is",
+        )
+
+    rows: list[tuple[int, int, int, int, int]] = []
+    ptr = [0]
+    last_write: dict[str, tuple[int, int, str]] = {}
+    for k, kernel in enumerate(graph.kernels):
+        pools = dict(zip(kernel.tensors, plan.configs[k], strict=True))
+        for name in dict.fromkeys(kernel.inputs):
+            arena, offset, _ = place(name, pools[name], k, "its read")
+            rows.append((arena, offset, nbytes[name], 0, READ))
+        for name in dict.fromkeys(kernel.outputs):
+            arena, offset, _ = place(name, pools[name], k, "its write")
+            rows.append((arena, offset, nbytes[name], seed_of(name), WRITE))
+            last_write[name] = (k, 1, pools[name])
+        if k in layout.workspace_places:
+            arena, offset = layout.workspace_places[k]
+            rows.append((arena, offset, kernel.workspace_nbytes,
+                         seed_of(f"workspace:{kernel.name}"), SCRATCH))
+        ptr.append(len(rows))
+
+    sync: list[list[Copy]] = [[] for _ in range(n)]
+    asyn: list[list[Copy]] = [[] for _ in range(n)]
+    joins: list[list[int]] = [[] for _ in range(n + 1)]
+    moved_at: dict[str, list[int]] = collections.defaultdict(list)
+    for m in plan.moves:
+        moved_at[m.tensor].append(m.kernel)
+    landed: set[int] = set()
+    for j, m in enumerate(plan.moves):
+        is_async = m.kind is MoveKind.ASYNC
+        src_k = m.kernel if is_async else m.kernel - 1
+        s_arena, s_offset, s_row = place(m.tensor, m.source, src_k, f"move {j} to read")
+        t_arena, t_offset, t_row = place(m.tensor, m.target, m.kernel, f"move {j} to write")
+        landed.add(t_row)
+        copy = Copy(j, (s_arena, s_offset), (t_arena, t_offset), nbytes[m.tensor])
+        last_write[m.tensor] = max(last_write.get(m.tensor, (-1, 0, "")),
+                                   (m.kernel, 2 if is_async else 0, m.target))
+        if not is_async:
+            sync[m.kernel].append(copy)
+            continue
+        asyn[m.kernel].append(copy)
+        join = min(plan.residencies[s_row].last + 1, n)
+        uses = graph.liveness.use_kernels[graph.liveness.use_ptr[graph.tensor_index[m.tensor]]:
+                                          graph.liveness.use_ptr[graph.tensor_index[m.tensor] + 1]]
+        later = uses[uses > m.kernel]
+        if len(later):
+            join = min(join, int(later[0]))
+        join = min([join, *(k for k in moved_at[m.tensor] if k > m.kernel)])
+        joins[join].append(j)
+
+    initial: list[tuple[int, int, int, int, int]] = []
+    producer = graph.liveness.producer
+    for i, r in enumerate(plan.residencies):
+        t = graph.tensor_index[r.tensor]
+        if producer[t] < 0 and r.first == 0 and i not in landed:
+            arena, offset = layout.residency_places[i]
+            initial.append((arena, offset, nbytes[r.tensor], seed_of(r.tensor), WRITE))
+            last_write.setdefault(r.tensor, (-1, 1, r.pool))
+    final, final_tensors = [], []
+    for tensor in graph.tensors:
+        if tensor.kind.survives_step and tensor.name in last_write and n:
+            arena, offset, _ = place(tensor.name, last_write[tensor.name][2], n - 1, "the end")
+            final.append((arena, offset, tensor.nbytes, 0, READ))
+            final_tensors.append(tensor.name)
+
+    scale = float(flops_scale) / FLOPS_PER_ITERATION
+    return Program(
+        rows=_table(rows), kernel_ptr=np.asarray(ptr, dtype=np.int64),
+        iterations=np.rint(np.asarray(flops, dtype=np.float64) * scale).astype(np.int64),
+        sync=tuple(map(tuple, sync)), asynchronous=tuple(map(tuple, asyn)),
+        joins=tuple(map(tuple, joins)), initial=_table(initial), final=_table(final),
+        final_tensors=tuple(final_tensors),
+    )
+
+
+def _table(rows: list[tuple[int, int, int, int, int]]) -> IntArray:
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 5)
+
+
+def link(rows: IntArray, bases: IntArray) -> IntArray:
+    """Rows as the replay kernels take them: (byte address, nbytes, seed, kind)."""
+    out = np.empty((len(rows), 4), dtype=np.int64)
+    out[:, 0] = bases[rows[:, ARENA]] + rows[:, OFFSET]
+    out[:, 1:] = rows[:, NBYTES:]
+    return out

@@ -1,0 +1,127 @@
+"""What an execution of a plan reports: measured against predicted time, bindings, checksums."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+U64Array = npt.NDArray[np.uint64]
+
+
+@attrs.frozen(slots=True)
+class PoolRun:
+    """One pool's arena as it was made and verified."""
+
+    pool: str
+    """Pool name (or the scratch arena's)."""
+    node: int
+    """NUMA node it was bound to."""
+    arena_nbytes: int
+    """Size of its arena."""
+    policy_nodes: tuple[int, ...]
+    """Nodes of its memory policy, as the kernel reports them."""
+    sampled_pages: int
+    """Pages whose node was queried after pre-faulting."""
+    pages_on_node: int
+    """How many of those were on :attr:`node`."""
+
+
+@attrs.frozen(slots=True)
+class ReplayCheck:
+    """The run's bytes compared with a replay of the graph with every tensor in one pool."""
+
+    matches: bool
+    """Every kernel read the same bytes and every surviving tensor ended the same."""
+    first_kernel: int
+    """First kernel that read different bytes (-1 when none did)."""
+    tensors: tuple[str, ...]
+    """Surviving tensors whose final bytes differ."""
+
+
+@attrs.frozen(slots=True, eq=False)
+class ExecutionReport:
+    """Measured (median over repetitions) and predicted time of a plan, per kernel and in total."""
+
+    graph: str
+    """Graph executed."""
+    system: str
+    """Memory system executed on."""
+    planner: str
+    """Who made the plan."""
+    repeat: int
+    """Timed repetitions of the step (medians are over these)."""
+    kernel_names: tuple[str, ...]
+    """Kernels in order."""
+    pools: tuple[PoolRun, ...]
+    """Arenas made, pools in system order, then the scratch arena if any."""
+    notes: tuple[str, ...]
+    """What the measurement should be read with."""
+    same_memory: bool
+    """Every pool was bound to the same NUMA node: speed differences between pools cannot show."""
+    kernel_seconds: FloatArray
+    """``(n,)`` median time of each replay kernel itself."""
+    sync_seconds: FloatArray
+    """``(n,)`` median time of the synchronous copies before each kernel."""
+    wait_seconds: FloatArray
+    """``(n,)`` median time spent waiting for asynchronous copies before each kernel."""
+    measured_seconds: FloatArray
+    """``(n,)`` median of wait + sync copies + kernel, per kernel."""
+    step_seconds: FloatArray
+    """``(repeat,)`` wall time of each repetition of the whole step."""
+    predicted_seconds: FloatArray
+    """``(n,)`` simulated synchronous copies + effective kernel time, per kernel."""
+    predicted_step_seconds: float
+    """Simulated step time."""
+    sync_nbytes: int
+    """Bytes copied synchronously per step."""
+    async_nbytes: int
+    """Bytes copied asynchronously per step."""
+    async_copy_seconds: float
+    """Median time per step the copy thread spent copying."""
+    digests: U64Array
+    """``(n,)`` hash of the bytes each kernel read (last repetition)."""
+    final_digests: dict[str, int]
+    """Digest of each surviving tensor's final bytes."""
+    check: ReplayCheck | None
+    """Comparison with the one-pool replay, when it was run."""
+
+    @property
+    def measured_step_seconds(self) -> float:
+        """Median wall time of the step."""
+        return float(np.median(self.step_seconds))
+
+    @property
+    def error(self) -> float:
+        """Relative error of the predicted step time: (predicted - measured) / measured."""
+        measured = self.measured_step_seconds
+        return (self.predicted_step_seconds - measured) / measured if measured > 0 else 0.0
+
+    @property
+    def kernel_errors(self) -> FloatArray:
+        """``(n,)`` relative error of each kernel's prediction (0 where nothing was measured)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = (self.predicted_seconds - self.measured_seconds) / self.measured_seconds
+        return np.where(self.measured_seconds > 0, out, 0.0)
+
+    @property
+    def overhead_seconds(self) -> float:
+        """Median step time not spent in kernels, copies or waits: the executor's own cost."""
+        return self.measured_step_seconds - float(
+            self.kernel_seconds.sum() + self.sync_seconds.sum() + self.wait_seconds.sum()
+        )
+
+    @property
+    def sync_bytes_per_second(self) -> float:
+        """Achieved bandwidth of the synchronous copies (0 without any)."""
+        seconds = float(self.sync_seconds.sum())
+        return self.sync_nbytes / seconds if seconds > 0 and self.sync_nbytes else 0.0
+
+    @property
+    def checksum(self) -> int:
+        """One number for every surviving tensor's final bytes."""
+        total = 0
+        for name in sorted(self.final_digests):
+            total = (total * 0x100000001B3 ^ self.final_digests[name]) & 0xFFFFFFFFFFFFFFFF
+        return total
