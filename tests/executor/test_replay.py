@@ -1,0 +1,66 @@
+"""The numba replay kernels write exactly the bytes of the NumPy reference."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autotm_core.executor import reference, replay
+
+SPACE = 1 << 14
+
+row = st.tuples(st.integers(0, SPACE // 2), st.integers(0, 700),
+                st.integers(-(1 << 63), (1 << 63) - 1), st.sampled_from([0, 0, 1, 2]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(row, min_size=1, max_size=6), st.integers(0, 2**32 - 1))
+def test_run_kernel_equals_reference(rows, fill_seed):
+    rows = sorted(rows, key=lambda r: r[3] != 0)  # reads first, as programs order them
+    ops = np.asarray(rows, dtype=np.int64)
+    space = np.random.default_rng(fill_seed).integers(0, 256, SPACE, dtype=np.uint8)
+    expected = space.copy()
+    h, scratch, _ = replay.run_kernel(space, space.view(np.uint64), ops, 0, len(ops), 3)
+    h_ref, scratch_ref = reference.run_kernel(expected, ops, 0, len(ops))
+    assert (h, scratch) == (int(h_ref), int(scratch_ref))
+    assert np.array_equal(space, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 64), st.integers(0, 300), st.integers(-(1 << 63), (1 << 63) - 1))
+def test_initialise_and_digest_equal_reference(addr, n, seed):
+    space = np.zeros(1024, dtype=np.uint8)
+    ops = np.array([[addr, n, seed, 1]], dtype=np.int64)
+    replay.initialise(space, space.view(np.uint64), ops)
+    assert np.array_equal(space[addr:addr + n], reference.initial_bytes(n, seed))
+    found = replay.digests(space, space.view(np.uint64), ops)[0]
+    assert found == reference.digest(space[addr:addr + n])
+
+
+def test_digest_sees_a_single_flipped_bit():
+    space = np.zeros(4096, dtype=np.uint8)
+    words = space.view(np.uint64)
+    before = replay.digest(space, words, 8, 1000)
+    space[500] ^= 4
+    assert replay.digest(space, words, 8, 1000) != before
+
+
+def test_outputs_depend_on_inputs_and_names_not_on_compute():
+    space = np.zeros(4096, dtype=np.uint8)
+    words = space.view(np.uint64)
+    ops = np.array([[0, 64, 0, 0], [64, 64, 11, 1], [128, 64, 12, 1]], dtype=np.int64)
+    replay.run_kernel(space, words, ops, 0, 3, 0)
+    first = space[64:192].copy()
+    assert not np.array_equal(first[:64], first[64:])  # two outputs, two streams
+    replay.run_kernel(space, words, ops, 0, 3, 10_000)
+    assert np.array_equal(space[64:192], first)
+    space[0] = 1
+    replay.run_kernel(space, words, ops, 0, 3, 0)
+    assert not np.array_equal(space[64:192], first)
+
+
+def test_copy_bytes():
+    space = np.arange(256, dtype=np.uint8)
+    replay.copy_bytes(space, 0, 128, 100)
+    assert np.array_equal(space[128:228], np.arange(100, dtype=np.uint8))
