@@ -1,0 +1,199 @@
+"""Capture a training step or an inference pass as an ATen-level FX graph, on fake tensors.
+
+The model's parameters and buffers, the optimizer's state, the inputs and the
+targets become the placeholders of one traced function, which runs the forward
+pass, the loss, ``loss.backward()`` and ``optimizer.step()`` (or only the
+forward pass under ``torch.no_grad()``). Tracing happens below autograd, so the
+backward pass and the optimizer's in-place updates appear as ATen ops. Each
+placeholder and each returned value comes with a :class:`Role` saying what it
+is; :mod:`autotm_torch.lower` turns the whole into an autotm-core graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import attrs
+import torch
+
+from autotm_core.errors import UsageError
+from autotm_core.ir import TensorKind
+from autotm_torch import _torch_internals as internals
+from autotm_torch.errors import explain_capture_failure
+from autotm_torch.optimizers import build_optimizer, initialise_state, state_tensors
+
+
+@attrs.frozen
+class Role:
+    """What one placeholder or returned value of the traced function is."""
+
+    name: str
+    """Name of its tensor in the IR (e.g. ``param:fc.weight``, ``input:0``)."""
+    kind: TensorKind
+    """Its kind in the IR."""
+
+
+@attrs.frozen
+class Traced:
+    """A traced step and the roles of its placeholders and outputs."""
+
+    module: torch.fx.GraphModule
+    """The ATen-level graph."""
+    inputs: tuple[Role, ...]
+    """One role per placeholder, in order."""
+    outputs: tuple[Role, ...]
+    """One role per returned tensor, in order."""
+
+
+def _as_tuple(value: Any, what: str) -> tuple[torch.Tensor, ...]:
+    items = (value,) if isinstance(value, torch.Tensor) else tuple(value)
+    for i, item in enumerate(items):
+        if not isinstance(item, torch.Tensor):
+            raise UsageError(
+                f"{what} #{i} is a {type(item).__name__}, not a tensor",
+                hint=f"give the {what} as a tensor or a tuple of tensors",
+            )
+    return items
+
+
+@contextlib.contextmanager
+def _mode(model: torch.nn.Module, training: bool) -> Iterator[None]:
+    was_training = model.training
+    model.train(training)
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def capture(
+    model: torch.nn.Module,
+    example_inputs: Any,
+    *,
+    loss: Callable[..., torch.Tensor] | None = None,
+    targets: Any = (),
+    optimizer: Any = None,
+) -> Traced:
+    """Trace one training step (``optimizer`` given) or one inference pass (neither given).
+
+    ``loss(output, *targets)`` must return a scalar tensor; without ``loss`` a
+    training step minimises the sum of the model's output.
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise UsageError(
+            f"the torch frontend captures a torch.nn.Module, not a {type(model).__name__}",
+            hint="pass the model object, or a 'package.module:factory' spec",
+        )
+    if loss is not None and optimizer is None:
+        raise UsageError(
+            "a loss was given without an optimizer: a training step needs both",
+            hint="pass optimizer=... (e.g. 'sgd' or 'adam'), or leave out the loss for inference",
+        )
+    inputs = _as_tuple(example_inputs, "example input")
+    target_values = _as_tuple(targets, "target")
+    mode = internals.new_fake_mode()
+    named = [(f"param:{n}", t) for n, t in model.named_parameters()]
+    named += [(f"buffer:{n}", t) for n, t in model.named_buffers()]
+    fake_of = {t: internals.to_fake(mode, t.detach()) for _, t in named}
+    for real, fake in fake_of.items():
+        fake.requires_grad_(real.requires_grad and optimizer is not None)
+    state = [fake_of[t] for _, t in named]
+    roles = [Role(n, TensorKind.PARAMETER) for n, _ in named]
+    module_names = [n.split(":", 1)[1] for n, _ in named]
+    data = [internals.to_fake(mode, t) for t in inputs + target_values]
+    data_roles = [Role(f"input:{i}", TensorKind.INPUT) for i in range(len(inputs))]
+    data_roles += [Role(f"target:{i}", TensorKind.INPUT) for i in range(len(target_values))]
+    n_inputs = len(inputs)
+    model_name = type(model).__name__
+
+    if optimizer is None:
+        def forward(*flat: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            params = dict(zip(module_names, flat[: len(state)], strict=True))
+            with torch.no_grad():
+                out = torch.func.functional_call(model, params, flat[len(state) :])
+            return _output_tensors(out)
+
+        with _mode(model, False), explain_capture_failure(model_name):
+            module = internals.trace(forward, state + data)
+        n_out = len(next(n for n in module.graph.nodes if n.op == "output").args[0])
+        outputs = tuple(Role(f"output:{i}", TensorKind.OUTPUT) for i in range(n_out))
+        return Traced(module, tuple(roles + data_roles), outputs)
+
+    trainable = [fake_of[t] for _, t in named if fake_of[t].requires_grad]
+    names_of = {fake_of[t]: n.split(":", 1)[1] for n, t in named}
+    with explain_capture_failure(f"{model_name}'s optimizer"):
+        opt = build_optimizer(optimizer, fake_of=fake_of, fake_params=state)
+        initialise_state(opt, mode)
+    states = state_tensors(opt, names_of)
+    state_roles = [Role(name, TensorKind.OPTIMIZER_STATE) for _, _, name, _ in states]
+    loss_fn = loss if loss is not None else _sum_loss
+    n_state, n_opt = len(state), len(states)
+    with_grad: list[torch.Tensor] = []
+
+    def step(*flat: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        params, opt_state = flat[:n_state], flat[n_state : n_state + n_opt]
+        batch = flat[n_state + n_opt :]
+        traced = {id(fake): params[i] for i, fake in enumerate(state)}
+        with _swap_optimizer(opt, traced, states, opt_state):
+            out = torch.func.functional_call(
+                model, dict(zip(module_names, params, strict=True)), batch[:n_inputs]
+            )
+            value = loss_fn(out, *batch[n_inputs:])
+            _check_loss(value)
+            value.backward()
+            with_grad[:] = [p for p in trainable if traced[id(p)].grad is not None]
+            grads = [traced[id(p)].grad for p in with_grad]
+            opt.step()
+        return (value, *grads)
+
+    with _mode(model, True), explain_capture_failure(model_name):
+        module = internals.trace(step, state + [value for *_, value in states] + data)
+    grad_roles = [Role(f"grad:{names_of[p]}", TensorKind.GRADIENT) for p in with_grad]
+    outputs = (Role("output:loss", TensorKind.OUTPUT), *grad_roles)
+    return Traced(module, tuple(roles + state_roles + data_roles), outputs)
+
+
+@contextlib.contextmanager
+def _swap_optimizer(
+    opt: torch.optim.Optimizer,
+    traced: dict[int, torch.Tensor],
+    states: Sequence[tuple[torch.Tensor, str, str, torch.Tensor]],
+    values: Sequence[torch.Tensor],
+) -> Iterator[None]:
+    """Point the optimizer at the traced parameters and state tensors while the step runs."""
+    saved_params = [group["params"] for group in opt.param_groups]
+    saved_state = opt.state
+    new_state: defaultdict[torch.Tensor, dict[str, Any]] = defaultdict(dict)
+    for param, entry in saved_state.items():
+        new_state[traced[id(param)]] = dict(entry)
+    for (param, key, _, _), value in zip(states, values, strict=True):
+        new_state[traced[id(param)]][key] = value
+    for group in opt.param_groups:
+        group["params"] = [traced[id(p)] for p in group["params"]]
+    opt.state = new_state  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for group, params in zip(opt.param_groups, saved_params, strict=True):
+            group["params"] = params
+        opt.state = saved_state
+
+
+def _sum_loss(output: Any, *targets: torch.Tensor) -> torch.Tensor:
+    return sum(t.sum() for t in _output_tensors(output))  # type: ignore[return-value]
+
+
+def _check_loss(value: Any) -> None:
+    if not isinstance(value, torch.Tensor) or value.numel() != 1:
+        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        raise UsageError(
+            f"the loss returned {shape}, not a scalar tensor",
+            hint="make loss(output, *targets) return a single-element tensor (reduce with .mean())",
+        )
+
+
+def _output_tensors(out: Any) -> tuple[torch.Tensor, ...]:
+    return tuple(t for t in internals.tree_leaves(out) if isinstance(t, torch.Tensor))

@@ -1,0 +1,76 @@
+"""Turning what goes wrong while tracing into one clear autotm-core error."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from collections.abc import Iterator
+
+import torch
+
+from autotm_core.errors import AutotmError, PluginError
+from autotm_torch import _torch_internals as internals
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_OWN_DIR = os.path.dirname(__file__)
+
+
+def user_location(exc: BaseException) -> str | None:
+    """``file:line in function`` of the innermost frame of user code in ``exc``'s traceback."""
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if not frame.filename.startswith((_TORCH_DIR, _OWN_DIR)) and "<" not in frame.filename:
+            found = frame
+    if found is None:
+        return None
+    return f"{os.path.basename(found.filename)}:{found.lineno} in {found.name}"
+
+
+def _op_name(func: object) -> str:
+    name = str(func)
+    return name.removesuffix(".default")
+
+
+@contextlib.contextmanager
+def explain_capture_failure(what: str) -> Iterator[None]:
+    """Re-raise any failure of tracing ``what`` as a :class:`PluginError` naming the op."""
+    try:
+        yield
+    except AutotmError:
+        raise
+    except internals.DATA_DEPENDENT_ERRORS as exc:
+        raise PluginError(
+            f"cannot capture {what}: op {_op_name(exc.func)} needs the value of a tensor"
+            f"{_at(exc)} (data-dependent control flow: .item(), bool(tensor), 'if tensor:' ...)",
+            hint="make the control flow depend on shapes or Python values only, "
+            "or move it out of the captured step",
+        ) from None
+    except internals.DYNAMIC_SHAPE_ERRORS as exc:
+        raise PluginError(
+            f"cannot capture {what}: the output shape of op {_op_name(exc.func)} depends on "
+            f"tensor values{_at(exc)}",
+            hint="replace it by an op with a static output shape (e.g. torch.where with a mask)",
+        ) from None
+    except internals.UNSUPPORTED_OP_ERRORS as exc:
+        raise PluginError(
+            f"cannot capture {what}: op {_op_name(exc.func)} has no fake-tensor implementation"
+            f"{_at(exc)}",
+            hint="replace the op, or register a fake kernel for it (torch.library.register_fake)",
+        ) from None
+    except Exception as exc:
+        raise PluginError(
+            f"cannot capture {what}: {type(exc).__name__}: {_first_line(exc)}{_at(exc)}",
+            hint="check that the model runs eagerly on the example inputs; "
+            "rerun with --debug for the traceback",
+        ) from exc
+
+
+def _at(exc: BaseException) -> str:
+    where = user_location(exc)
+    return f" at {where}" if where else ""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"

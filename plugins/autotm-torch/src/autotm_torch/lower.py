@@ -1,0 +1,172 @@
+"""Lowering a traced ATen graph to an autotm-core graph: one IR tensor per storage.
+
+- Every storage becomes one IR tensor of exactly its bytes (``untyped_storage().nbytes()``),
+  named after its role (``param:fc.weight``) or the node that first produced it.
+- A view (``t``, ``view``, ``expand``, ``detach``, ``getitem`` of a ``split`` ...) is no
+  new tensor: whoever reads the view reads its base's storage, which therefore lives
+  as long as its last view is used. A kernel that only makes views is dropped.
+- An op that writes an argument (its schema marks it ``(a!)``: ``relu_``, ``add_``,
+  ``out=`` variants, optimizer updates) lists that storage among both its inputs and
+  its outputs.
+- A multi-output op writes one IR tensor per new output storage.
+- FLOPs come from ``torch.utils.flop_counter`` (matmul-like ops, convolutions,
+  attention); other ops known to autotm-core's estimators are left to them; the
+  rest count one flop per element written.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import attrs
+import torch
+
+from autotm_core.costs.flops import ESTIMATORS, normalise_op
+from autotm_core.errors import PluginError
+from autotm_core.ir import DTYPE_NBYTES, Graph, GraphBuilder, TensorKind
+from autotm_torch import _torch_internals as internals
+from autotm_torch.capture import Role, Traced
+
+
+@attrs.define
+class _Storage:
+    """One storage met while walking the graph."""
+
+    name: str
+    nbytes: int
+    kind: TensorKind
+    shape: tuple[int, ...]
+    dtype: str | None
+
+
+def dtype_name(dtype: torch.dtype) -> str | None:
+    """The IR's name of a torch dtype, or ``None`` when the IR has no name for it."""
+    name = str(dtype).removeprefix("torch.")
+    if name.startswith("float8"):
+        return "float8"
+    return name if name in DTYPE_NBYTES else None
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    return [t for t in internals.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def _vals(value: Any) -> Any:
+    """``value`` with every FX node replaced by the value it computed."""
+    if isinstance(value, torch.fx.Node):
+        return value.meta.get("val")
+    if isinstance(value, list | tuple):
+        return type(value)(_vals(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _vals(v) for k, v in value.items()}
+    return value
+
+
+class _Lowering:
+    def __init__(self, traced: Traced, name: str) -> None:
+        self.traced = traced
+        self.storages: dict[Any, _Storage] = {}
+        self.builder = GraphBuilder(name)
+        self.kernels: list[tuple[str, str, list[Any], list[Any], float | None]] = []
+        self.names: set[str] = set()
+
+    def storage(self, tensor: torch.Tensor, name: str, kind: TensorKind) -> Any:
+        key = internals.storage_key(tensor)
+        if key not in self.storages:
+            unique, n = name, 1
+            while unique in self.names:
+                unique, n = f"{name}.{n}", n + 1
+            self.names.add(unique)
+            self.storages[key] = _Storage(
+                unique, internals.storage_nbytes(tensor), kind,
+                tuple(int(d) for d in tensor.shape), dtype_name(tensor.dtype),
+            )
+        return key
+
+    def known(self, tensor: torch.Tensor) -> Any:
+        key = internals.storage_key(tensor)
+        return key if key in self.storages else None
+
+    def run(self) -> Graph:
+        roles = iter(self.traced.inputs)
+        module = self.traced.module
+        for node in module.graph.nodes:
+            if node.op == "placeholder":
+                role = next(roles)
+                self.storage(node.meta["val"], role.name, role.kind)
+            elif node.op == "get_attr":
+                value = node.meta.get("val", getattr(module, node.target, None))
+                for tensor in _tensors(value):
+                    self.storage(tensor, f"constant:{node.target}", TensorKind.CONSTANT)
+            elif node.op == "call_function" and node.target is not operator.getitem:
+                self.call(node)
+            elif node.op == "output":
+                self.outputs(node)
+        return self.build()
+
+    def call(self, node: torch.fx.Node) -> None:
+        target = node.target
+        schema = getattr(target, "_schema", None)
+        if schema is None:
+            raise PluginError(
+                f"cannot lower node {node.name!r}: op {target} is not an ATen operator",
+                hint="the torch frontend handles ATen ops only; avoid this construct in the step",
+            )
+        inputs: dict[Any, None] = {}
+        for arg in (*node.args, *node.kwargs.values()):
+            for tensor in _tensors(_vals(arg)):
+                key = self.known(tensor)
+                if key is None:  # a tensor made outside the graph: a constant
+                    key = self.storage(tensor, f"constant:{node.name}", TensorKind.CONSTANT)
+                inputs[key] = None
+        written: dict[Any, None] = {}
+        for i, argument in enumerate(schema.arguments):
+            if argument.alias_info is None or not argument.alias_info.is_write:
+                continue
+            value = node.kwargs.get(argument.name, node.args[i] if i < len(node.args) else None)
+            for tensor in _tensors(_vals(value)):
+                written[internals.storage_key(tensor)] = None
+        out = node.meta.get("val")
+        new: dict[Any, None] = {}
+        for tensor in _tensors(out):
+            if self.known(tensor) is None:
+                new[self.storage(tensor, node.name, TensorKind.ACTIVATION)] = None
+        if not new and not written:
+            return  # a view, or an op with nothing to store
+        flops = internals.op_flops(target, _vals(node.args), _vals(node.kwargs), out)
+        op = schema.name
+        if flops is None and normalise_op(op) not in ESTIMATORS:
+            flops = sum(math.prod(t.shape) for t in _tensors(out))
+        self.kernels.append(
+            (node.name, op, [*inputs, *(k for k in written if k not in inputs)],
+             [*written, *new], flops)
+        )
+
+    def outputs(self, node: torch.fx.Node) -> None:
+        values = list(node.args[0]) if isinstance(node.args[0], list | tuple) else [node.args[0]]
+        for role, value in zip(self.traced.outputs, values, strict=True):
+            for tensor in _tensors(_vals(value)):
+                storage = self.storages[internals.storage_key(tensor)]
+                if storage.kind is TensorKind.ACTIVATION and role.name not in self.names:
+                    self.names.add(role.name)
+                    storage.kind, storage.name = role.kind, role.name
+
+    def build(self) -> Graph:
+        b = self.builder
+        for s in self.storages.values():
+            b.tensor(s.name, nbytes=s.nbytes, kind=s.kind, shape=s.shape, dtype=s.dtype)
+        names = {key: s.name for key, s in self.storages.items()}
+        for name, op, inputs, outputs, flops in self.kernels:
+            b.kernel(name, op=op, inputs=[names[k] for k in inputs],
+                     outputs=[names[k] for k in outputs], flops=flops)
+        return b.build()
+
+
+def lower(traced: Traced, *, name: str) -> Graph:
+    """The verified autotm-core graph of ``traced``, called ``name``."""
+    return _Lowering(traced, name).run()
+
+
+__all__ = ["Role", "lower"]
