@@ -1,0 +1,69 @@
+"""``run`` on the command line: a rich report, JSON facts, one clear line for bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+from tests.executor.helpers import diamond, diamond_plan, two_pools
+
+from autotm_core.cli import main as cli
+from autotm_core.formats.graph_json import save_graph
+from autotm_core.formats.system_json import save_system
+from autotm_core.plans import save_plan
+
+
+def _files(tmp_path, *, slow_node=0):
+    graph, system = diamond(), two_pools(slow_node=slow_node)
+    paths = [tmp_path / "plan.json", tmp_path / "graph.json", tmp_path / "system.json"]
+    save_plan(diamond_plan(graph, system), paths[0])
+    save_graph(graph, paths[1])
+    save_system(system, paths[2])
+    return [str(p) for p in paths]
+
+
+def _run(argv, monkeypatch):
+    out, err = io.StringIO(), io.StringIO()
+    consoles = iter([Console(file=out, width=120, color_system=None),
+                     Console(file=err, width=120, color_system=None)])
+    monkeypatch.setattr(cli, "Console", lambda **kwargs: next(consoles))
+    status = cli.main(argv)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_run_prints_measured_predicted_and_the_same_memory_note(tmp_path, monkeypatch):
+    plan, graph, system = _files(tmp_path)
+    status, out, _ = _run(["run", plan, "--graph", graph, "--system", system, "--repeat", "2"],
+                          monkeypatch)
+    assert status == 0
+    assert "median of 2" in out and "predicted" in out and "error" in out
+    assert "identical to the one-pool replay" in out
+    assert "the same memory" in out
+    assert "64/64" in out
+
+
+def test_run_json(tmp_path, monkeypatch):
+    plan, graph, system = _files(tmp_path)
+    status, out, _ = _run(["run", plan, "--graph", graph, "--system", system, "--repeat", "1",
+                           "--json", "--top", "2"], monkeypatch)
+    facts = json.loads(out)
+    assert status == 0 and facts["check"]["matches"] and facts["same_memory"]
+    assert len(facts["top_kernels"]) == 2 and facts["sync_nbytes"] == 1 << 20
+
+
+def test_run_missing_node_is_one_line_and_a_hint(tmp_path, monkeypatch):
+    plan, graph, system = _files(tmp_path, slow_node=9)
+    status, _, err = _run(["run", plan, "--graph", graph, "--system", system], monkeypatch)
+    assert status == 1
+    assert "error: pool 'pmm': NUMA node 9 does not exist" in err and "hint:" in err
+    status, out, _ = _run(["run", plan, "--graph", graph, "--system", system, "--bind", "pmm=0",
+                           "--repeat", "1"], monkeypatch)
+    assert status == 0 and "identical" in out
+
+
+def test_bad_bind_is_a_usage_error(tmp_path, monkeypatch):
+    plan, graph, system = _files(tmp_path)
+    status, _, err = _run(["run", plan, "--graph", graph, "--system", system, "--bind", "pmm"],
+                          monkeypatch)
+    assert status == 1 and "--bind 'pmm' is not POOL=VALUE" in err
