@@ -1,0 +1,396 @@
+"""The ILP, as a pure function of (graph, costs, memory system, capacities, options).
+
+For every tensor, binary state variables per slot (:mod:`autotm_core.ilp.gadgets`)
+and one variable per way of crossing each transition (an edge between two states,
+synchronous or overlapping an interior kernel); flow conservation ties them
+together. Edges are continuous in the synchronous formulation: with binary states
+at both ends, one edge is forced to one and the rest to zero.
+
+- Kernel time: one continuous ``T_k`` per kernel. With separable costs, ``T_k`` is at
+  least each affine term of the kernel in its tensors' usable pools; with table
+  costs, one binary per allowed configuration, each tensor's pool in it equal to
+  where the tensor is usable. Asynchronous moves overlapping ``k`` also bound ``T_k``.
+- Capacity, per bounded pool, in running-sum form over half steps (``2k + 1``:
+  kernel ``k`` runs; ``2k``: the boundary before it, where synchronous copies hold
+  both pools): occupancy ``O[h] = O[h-1] + (what enters at h) - (what left)``, with
+  the capacity (less the kernel's workspace in the fastest pool) as ``O``'s bound.
+  Sizes are rounded up to pages.
+- Objective: ``sum_k T_k`` plus the seconds of every synchronous move.
+
+Nothing here solves, prints or reads files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from autotm_core.costs.model import KernelCosts
+from autotm_core.errors import CapacityError, PlanError, UsageError
+from autotm_core.ilp.gadgets import State, TensorSlots, move_sources, states_for, tensor_slots
+from autotm_core.ilp.lp import LinearProgram, to_pyomo
+from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.units import round_up
+
+Capacities = Mapping[str, "int | Sequence[int] | None"]
+
+SECONDS_PER_UNIT = 1e-6
+"""Times enter the model in microseconds: latencies (~1e-7 s) would otherwise sit at the
+solvers' feasibility tolerance and be silently dropped."""
+
+
+@attrs.frozen(slots=True)
+class Edge:
+    """One way of crossing a transition: from one state to another, at some time."""
+
+    var: int
+    """Variable position in the linear program."""
+    before: int
+    """State index before."""
+    after: int
+    """State index after."""
+    async_kernel: int | None
+    """The kernel an asynchronous move overlaps; ``None`` for a synchronous one."""
+
+
+@attrs.define
+class ModelIndex:
+    """Where every decision lives among the model's variables (for decoding and warm starts)."""
+
+    lp: LinearProgram
+    """The model in matrix form."""
+    states: tuple[State, ...]
+    """The states, indexed as in :attr:`slot_vars`."""
+    tensors: list[TensorSlots]
+    """Slots and transitions of every tensor planned."""
+    slot_vars: list[list[dict[int, int]]]
+    """Per tensor (aligned with :attr:`tensors`), per slot: state index -> variable."""
+    edges: list[list[list[Edge]]]
+    """Per tensor, per transition: its edges."""
+    kernel_time_vars: list[int]
+    """``T_k`` of each kernel."""
+    kernel_time_rows: list[list[int]]
+    """Rows bounding each ``T_k`` from below (``T_k - ... >= rhs``)."""
+    config_vars: list[list[int]]
+    """Table costs: per kernel, one binary per row of its cost table (empty for separable)."""
+    occupancy_vars: dict[int, list[int]]
+    """Per bounded pool: the occupancy variable of each half step (index 0 unused: -1)."""
+    occupancy_rows: dict[int, list[int]]
+    """Per bounded pool: the running-sum row of each half step (index 0 unused: -1)."""
+    capacities: list[np.ndarray | None]
+    """Per pool: the limit at each kernel, ``None`` when unbounded."""
+    options: FormulationOptions
+    """The options the model was built with."""
+    nbytes_per_unit: int
+    """Bytes per unit of the capacity rows (the page size: sizes are whole pages)."""
+    seconds_per_unit: float = SECONDS_PER_UNIT
+    """Seconds per unit of the objective and the kernel-time variables."""
+
+    def objective_seconds(self, objective: float) -> float:
+        """The model's objective value in seconds."""
+        return objective * self.seconds_per_unit
+
+    @property
+    def n_variables(self) -> int:
+        """Variables of the model."""
+        return self.lp.n_vars
+
+    @property
+    def n_constraints(self) -> int:
+        """Rows of the model."""
+        return self.lp.n_rows
+
+
+def resolve_capacities(graph: Graph, system: MemorySystem,
+                       capacities: Capacities | None) -> list[np.ndarray | None]:
+    """Per pool, its limit at every kernel: ``capacities`` where given, else the system's."""
+    n = len(graph.kernels)
+    given = dict(capacities or {})
+    for name in given:
+        system.pool_index(name)  # raises, naming the pools, on an unknown one
+    out: list[np.ndarray | None] = []
+    for pool in system.pools:
+        limit = given.get(pool.name, pool.capacity_nbytes)
+        if limit is None:
+            out.append(None)
+        elif isinstance(limit, int):
+            out.append(np.full(n, limit, dtype=np.int64))
+        else:
+            array = np.asarray(limit, dtype=np.int64)
+            if array.shape != (n,):
+                raise UsageError(
+                    f"capacity of pool {pool.name!r} has {array.size} limits; "
+                    f"graph {graph.name!r} has {n} kernels",
+                    hint="give one number, or one limit per kernel",
+                )
+            out.append(array)
+    return out
+
+
+def allowed_states(graph: Graph, system: MemorySystem, options: FormulationOptions,
+                   tensor: int) -> list[int]:
+    """Indices of the states tensor position ``tensor`` may ever be in."""
+    states = states_for(len(system.pools))
+    spec = graph.tensors[tensor]
+    pools = set(range(len(system.pools)))
+    if spec.pools is not None:
+        pools = {system.pool_index(name) for name in spec.pools}
+    if options.pin_to_fast and spec.kind in options.pinned_kinds and 0 in pools:
+        pools = {0}
+    static = options.formulation is Formulation.STATIC
+    out = [i for i, s in enumerate(states) if s.pools <= pools and not (static and s.clean_copy)]
+    if not out:
+        raise CapacityError(
+            f"tensor {spec.name!r} may live in no pool of {system.name!r} "
+            f"(it allows {', '.join(spec.pools or ())})",
+            hint=f"list pools of {system.name!r} in the tensor's 'pools': "
+                 f"{', '.join(p.name for p in system.pools)}",
+        )
+    return out
+
+
+def build_model(graph: Graph, costs: KernelCosts, system: MemorySystem,
+                capacities: Capacities | None = None,
+                options: FormulationOptions | None = None) -> tuple[Any, ModelIndex]:
+    """The Pyomo model of the plan problem and the index of its variables."""
+    index = build_program(graph, costs, system, capacities, options)
+    return to_pyomo(index.lp), index
+
+
+def build_program(graph: Graph, costs: KernelCosts, system: MemorySystem,
+                  capacities: Capacities | None = None,
+                  options: FormulationOptions | None = None) -> ModelIndex:
+    """The model in matrix form (:class:`LinearProgram`) with its index; see :func:`build_model`."""
+    options = options or FormulationOptions()
+    if costs.n_pools != len(system.pools):
+        raise UsageError(
+            f"the kernel costs are for {costs.n_pools} pools; {system.name!r} has "
+            f"{len(system.pools)}",
+            hint="compute the costs for this memory system",
+        )
+    return _Builder(graph, costs, system, resolve_capacities(graph, system, capacities),
+                    options).build()
+
+
+class _Builder:
+    def __init__(self, graph: Graph, costs: KernelCosts, system: MemorySystem,
+                 capacities: list[np.ndarray | None], options: FormulationOptions) -> None:
+        self.graph, self.costs, self.system, self.options = graph, costs, system, options
+        self.capacities = capacities
+        self.live = graph.liveness
+        self.n = len(graph.kernels)
+        self.states = states_for(len(system.pools))
+        self.lp = LinearProgram()
+        self.bounded = [q for q, c in enumerate(capacities) if c is not None]
+        # Per bounded pool, per half step: (variable, bytes) terms of the change in occupancy.
+        self.deltas: dict[int, list[list[tuple[int, float]]]] = {
+            q: [[] for _ in range(2 * self.n + 2)] for q in self.bounded
+        }
+        self.async_load: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
+        self.at_kernel: dict[tuple[int, int], dict[int, int]] = {}
+        self.unit = options.page_nbytes
+        self.time = 1.0 / SECONDS_PER_UNIT
+
+    def build(self) -> ModelIndex:
+        o = self.options
+        slots = tensor_slots(self.graph, static=o.formulation is Formulation.STATIC,
+                             asynchronous=o.formulation is Formulation.ASYNCHRONOUS,
+                             window=o.async_window)
+        slot_vars, edges = [], []
+        for ts in slots:
+            sv, ed = self._tensor(ts)
+            slot_vars.append(sv)
+            edges.append(ed)
+        times, time_rows, config_vars = self._kernel_times()
+        occ_vars, occ_rows = self._capacity()
+        return ModelIndex(self.lp, self.states, slots, slot_vars, edges, times, time_rows,
+                          config_vars, occ_vars, occ_rows, self.capacities, o, self.unit)
+
+    # -- tensors --------------------------------------------------------------
+
+    def _tensor(self, ts: TensorSlots) -> tuple[list[dict[int, int]], list[list[Edge]]]:
+        lp, states = self.lp, self.states
+        t = ts.tensor
+        nbytes = int(self.live.nbytes[t])
+        size = round_up(nbytes, self.unit) / self.unit
+        allowed = allowed_states(self.graph, self.system, self.options, t)
+        slot_vars: list[dict[int, int]] = []
+        for i, slot in enumerate(ts.slots):
+            ok = [s for s in allowed if not (slot.writes and states[s].clean_copy)]
+            if not ok:  # only clean-copy states allowed but the tensor is written here
+                ok = allowed
+            xs = {s: lp.add_var(binary=True) for s in ok}
+            slot_vars.append(xs)
+            if i == 0:
+                lp.add_row(list(xs.values()), [1.0] * len(xs), lb=1.0, ub=1.0)
+            if slot.gadget:
+                users = self.live.use_kernels[self.live.use_ptr[t]:self.live.use_ptr[t + 1]]
+                for k in users[(users >= slot.first) & (users <= slot.last)].tolist():
+                    self.at_kernel[t, k] = xs
+            self._occupy(2 * slot.first + 1, 2 * slot.last + 1, size,
+                         [(v, states[s].pools) for s, v in xs.items()])
+        all_edges = []
+        for i, tr in enumerate(ts.transitions):
+            before, after = slot_vars[i], slot_vars[i + 1]
+            use_async = bool(tr.async_kernels)
+            edges: list[Edge] = []
+            boundary = []
+            for s in before:
+                for s2 in after:
+                    a, b = states[s], states[s2]
+                    sync = move_sources(self.system, nbytes, a, b, asynchronous=False)
+                    cost = self.time * sum(m[2] for m in sync)
+                    var = lp.add_var(ub=1.0, binary=use_async, cost=cost)
+                    edges.append(Edge(var, s, s2, None))
+                    boundary.append((var, (a.pools & b.pools) | {m[0] for m in sync} | b.pools))
+                    if not sync or not use_async:
+                        continue
+                    moves = move_sources(self.system, nbytes, a, b, asynchronous=True)
+                    seconds = self.time * sum(m[2] for m in moves)
+                    evict = ts.slots[i + 1].gadget is False
+                    for j in tr.async_kernels:
+                        var = lp.add_var(ub=1.0, binary=True)
+                        edges.append(Edge(var, s, s2, j))
+                        self.async_load[j].append((var, seconds))
+                        boundary.append((var, a.pools if evict else b.pools))
+                        self._async_occupancy(var, a, b, j, size, evict,
+                                              ts.slots[i + 1] if evict else ts.slots[i])
+            for s, xs_var in before.items():
+                out = [e.var for e in edges if e.before == s]
+                lp.add_row([*out, xs_var], [1.0] * len(out) + [-1.0], lb=0.0, ub=0.0)
+            for s2, x2_var in after.items():
+                into = [e.var for e in edges if e.after == s2]
+                lp.add_row([*into, x2_var], [1.0] * len(into) + [-1.0], lb=0.0, ub=0.0)
+            self._occupy(2 * tr.kernel, 2 * tr.kernel, size, boundary)
+            all_edges.append(edges)
+        return slot_vars, all_edges
+
+    def _occupy(self, lo: int, hi: int, size: float,
+                terms: Sequence[tuple[int, frozenset[int] | set[int]]], sign: float = 1.0) -> None:
+        """Add ``size`` bytes per variable in the pools given, over half steps ``lo..hi``."""
+        if hi < lo:
+            return
+        for q in self.bounded:
+            delta = self.deltas[q]
+            for var, pools in terms:
+                if q in pools:
+                    delta[lo].append((var, sign * size))
+                    delta[hi + 1].append((var, -sign * size))
+
+    def _async_occupancy(self, var: int, a: State, b: State, j: int, size: float, evict: bool,
+                         interior: Any) -> None:
+        """Correct the interior's occupancy (counted in the state after) for a move during ``j``."""
+        if evict:  # before j the tensor is still in ``a``; at j in both
+            self._occupy(2 * interior.first + 1, 2 * j, size, [(var, a.pools)])
+            self._occupy(2 * interior.first + 1, 2 * j, size, [(var, b.pools)], -1.0)
+            self._occupy(2 * j + 1, 2 * j + 1, size, [(var, a.pools - b.pools)])
+        else:  # the interior is in ``a``; from j the copy in ``b`` exists, after j only ``b``
+            self._occupy(2 * j + 1, 2 * j + 1, size, [(var, b.pools - a.pools)])
+            self._occupy(2 * j + 2, 2 * interior.last + 1, size, [(var, b.pools)])
+            self._occupy(2 * j + 2, 2 * interior.last + 1, size, [(var, a.pools)], -1.0)
+
+    # -- kernel times ---------------------------------------------------------
+
+    def _usable(self, tensor: int, kernel: int) -> dict[int, int]:
+        try:
+            return self.at_kernel[tensor, kernel]
+        except KeyError:
+            raise PlanError(f"internal: tensor #{tensor} has no gadget at kernel #{kernel}") from None
+
+    def _kernel_times(self) -> tuple[list[int], list[list[int]], list[list[int]]]:
+        lp, live, states = self.lp, self.live, self.states
+        separable = self.costs.separable()
+        times, rows, config_vars = [], [], []
+        for k in range(self.n):
+            tk = lp.add_var(cost=1.0)
+            times.append(tk)
+            k_rows: list[int] = []
+            entries = range(int(live.kernel_ptr[k]), int(live.kernel_ptr[k + 1]))
+            xs = [self._usable(int(live.kernel_tensors[e]), k) for e in entries]
+            if separable is not None:
+                config_vars.append([])
+                lower = 0.0
+                for j in range(separable.constants.shape[1]):
+                    cols, coefs = [tk], [1.0]
+                    rhs = self.time * float(separable.constants[k, j])
+                    for e, x in zip(entries, xs, strict=True):
+                        c = {s: self.time * float(separable.coefficients[e, j, states[s].usable])
+                             for s in x}
+                        base = min(c.values())
+                        rhs += base
+                        for s, v in x.items():
+                            if c[s] - base:
+                                cols.append(v)
+                                coefs.append(-(c[s] - base))
+                    if len(cols) == 1:
+                        lower = max(lower, rhs)
+                    else:
+                        k_rows.append(lp.add_row(cols, coefs, lb=rhs))
+                lp.var_lb[tk] = lower
+            else:
+                table = self.costs.table(k)
+                zs = [lp.add_var(binary=True) for _ in range(len(table.seconds))]
+                config_vars.append(zs)
+                lp.add_row(zs, [1.0] * len(zs), lb=1.0, ub=1.0)
+                seconds = [-self.time * float(s) for s in table.seconds]
+                k_rows.append(lp.add_row([tk, *zs], [1.0, *seconds], lb=0.0))
+                for i, x in enumerate(xs):
+                    column = table.configs[:, i] if len(zs) else np.zeros(0, dtype=np.int8)
+                    for p in sorted({states[s].usable for s in x} | set(column.tolist())):
+                        picked = [z for z, c in zip(zs, column, strict=True) if c == p]
+                        usable = [v for s, v in x.items() if states[s].usable == p]
+                        lp.add_row(picked + usable, [1.0] * len(picked) + [-1.0] * len(usable),
+                                   lb=0.0, ub=0.0)
+            if self.async_load[k]:
+                load = self.async_load[k]
+                k_rows.append(lp.add_row([tk] + [v for v, _ in load], [1.0] + [-s for _, s in load],
+                                         lb=0.0))
+            rows.append(k_rows)
+        return times, rows, config_vars
+
+    # -- capacity -------------------------------------------------------------
+
+    def _capacity(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        lp = self.lp
+        workspace = [round_up(int(w), self.unit) / self.unit for w in self.live.workspace_nbytes]
+        occ_vars: dict[int, list[int]] = {}
+        occ_rows: dict[int, list[int]] = {}
+        for q in self.bounded:
+            cap = self.capacities[q]
+            assert cap is not None
+            delta = self.deltas[q]
+            vars_, rows = [-1], [-1]
+            previous = None
+            for h in range(1, 2 * self.n):
+                k = h // 2
+                if h % 2:
+                    limit = float(cap[k]) / self.unit - (workspace[k] if q == 0 else 0)
+                else:
+                    limit = float(min(cap[k - 1], cap[k])) / self.unit
+                if limit < 0:
+                    raise CapacityError(
+                        f"pool {self.system.pools[q].name!r} cannot hold kernel "
+                        f"{self.graph.kernels[k].name!r}'s workspace of "
+                        f"{int(workspace[k] * self.unit)} bytes",
+                        hint=f"give the pool at least {int(workspace[k] * self.unit)} bytes",
+                    )
+                occ = lp.add_var(lb=0.0, ub=limit)
+                merged: dict[int, float] = {}
+                for var, c in delta[h]:
+                    merged[var] = merged.get(var, 0.0) + c
+                cols = [occ] + [v for v, c in merged.items() if c]
+                coefs = [1.0] + [-c for c in merged.values() if c]
+                if previous is not None:
+                    cols.append(previous)
+                    coefs.append(-1.0)
+                rows.append(lp.add_row(cols, coefs, lb=0.0, ub=0.0))
+                vars_.append(occ)
+                previous = occ
+            occ_vars[q], occ_rows[q] = vars_, rows
+        return occ_vars, occ_rows
+

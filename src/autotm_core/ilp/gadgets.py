@@ -1,0 +1,140 @@
+"""Per-tensor decision points ("gadgets") and the states a tensor may be in.
+
+States, for ``P`` pools ordered fastest first: ``(pool p, has a clean copy in the
+slowest pool)`` for every pool but the slowest, plus "in the slowest pool only":
+``2P - 1`` states. With two pools these are AutoTM's DRAM, DRAM + PMM copy, PMM.
+
+A tensor's life is cut into *slots*: one per gadget (its birth, then every kernel
+that touches it) and one for the kernels strictly between two gadgets, or after the
+last one until the tensor dies (its *interior*). Between consecutive slots lies a
+*transition*: a synchronous move happens at the boundary before the second slot's
+first kernel; in the asynchronous formulation a move may instead overlap an interior
+kernel: an eviction one of the first half of the interior within the window after
+the gadget, a prefetch one of the second half within the window before the next
+gadget (the halves keep the eviction before the prefetch).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+
+
+@attrs.frozen(slots=True)
+class State:
+    """Where a tensor is: the pools holding it, and the one kernels use."""
+
+    pools: frozenset[int]
+    """Pool positions holding a copy."""
+    usable: int
+    """The fastest of them: the pool a kernel reads or writes it in."""
+    clean_copy: bool
+    """Whether it also holds a clean copy in the slowest pool (so eviction is free)."""
+
+
+@functools.cache
+def states_for(n_pools: int) -> tuple[State, ...]:
+    """The ``2 n_pools - 1`` states, in a fixed order (slowest-only last)."""
+    slowest = n_pools - 1
+    out = []
+    for p in range(slowest):
+        out.append(State(frozenset({p}), p, False))
+        out.append(State(frozenset({p, slowest}), p, True))
+    out.append(State(frozenset({slowest}), slowest, False))
+    return tuple(out)
+
+
+def move_sources(system: MemorySystem, nbytes: int, before: State, after: State,
+                 *, asynchronous: bool) -> tuple[tuple[int, int, float], ...]:
+    """The copies turning ``before`` into ``after``: ``(source, target, seconds)`` each.
+
+    Each new pool is filled from the holding pool that copies to it fastest.
+    """
+    out = []
+    for target in sorted(after.pools - before.pools):
+        seconds, source = min(
+            (system.copy_seconds(nbytes, s, target, asynchronous=asynchronous), s)
+            for s in sorted(before.pools)
+        )
+        out.append((source, target, seconds))
+    return tuple(out)
+
+
+@attrs.frozen(slots=True)
+class Slot:
+    """Kernels ``first..last`` of a tensor's life in one state."""
+
+    first: int
+    """First kernel."""
+    last: int
+    """Last kernel (inclusive)."""
+    gadget: bool
+    """A gadget (birth or use) rather than an interior."""
+    writes: bool
+    """The tensor is written at this gadget (born or updated in place): no clean copy then."""
+
+
+@attrs.frozen(slots=True)
+class Transition:
+    """The change of state between slot ``i`` and slot ``i + 1``."""
+
+    kernel: int
+    """A synchronous move happens at the boundary just before this kernel."""
+    async_kernels: tuple[int, ...]
+    """Kernels an asynchronous move may overlap instead (empty unless asynchronous)."""
+
+
+@attrs.frozen(slots=True)
+class TensorSlots:
+    """The slots and transitions of one tensor."""
+
+    tensor: int
+    """Tensor position in the graph."""
+    slots: tuple[Slot, ...]
+    """Slots in time order, covering the tensor's life."""
+    transitions: tuple[Transition, ...]
+    """``len(slots) - 1`` transitions."""
+
+
+def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool,
+                 window: int) -> list[TensorSlots]:
+    """Slots of every tensor with a non-empty life, in tensor order."""
+    live = graph.liveness
+    writes = live.kernel_writes
+    out = []
+    for t in range(len(graph.tensors)):
+        first, last = int(live.first[t]), int(live.last[t])
+        if last < first or last < 0:
+            continue
+        lo, hi = int(live.use_ptr[t]), int(live.use_ptr[t + 1])
+        users = [int(k) for k in live.use_kernels[lo:hi]]
+        if static:
+            out.append(TensorSlots(t, (Slot(first, last, True, True),), ()))
+            continue
+        written = {}
+        for k in users:
+            entries = range(int(live.kernel_ptr[k]), int(live.kernel_ptr[k + 1]))
+            written[k] = any(int(live.kernel_tensors[e]) == t and bool(writes[e]) for e in entries)
+        gadgets = [first] + [k for k in users if k > first]
+        slots: list[Slot] = []
+        transitions: list[Transition] = []
+        for i, g in enumerate(gadgets):
+            slots.append(Slot(g, g, True, i == 0 or written.get(g, False)))
+            nxt = gadgets[i + 1] if i + 1 < len(gadgets) else None
+            end = nxt - 1 if nxt is not None else last
+            if end > g:  # an interior: evict after g, maybe fetch before nxt
+                half = (g + 1 + end) // 2 if nxt is not None else end
+                evict = range(g + 1, min(g + window, half) + 1) if asynchronous else ()
+                transitions.append(Transition(g + 1, tuple(evict)))
+                slots.append(Slot(g + 1, end, False, False))
+                if nxt is not None:
+                    fetch = range(max(nxt - window, half + 1), end + 1) if asynchronous else ()
+                    transitions.append(Transition(nxt, tuple(fetch)))
+            elif nxt is not None:
+                transitions.append(Transition(nxt, ()))
+        out.append(TensorSlots(t, tuple(slots), tuple(transitions)))
+    return out

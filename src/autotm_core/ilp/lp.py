@@ -1,0 +1,134 @@
+"""A linear program in matrix form, and its translation into a Pyomo model.
+
+The formulation writes rows here (plain lists, no Pyomo objects), which keeps
+model generation cheap and testable; :func:`to_pyomo` then builds the Pyomo
+model in one pass, one ``LinearExpression`` per row. The same matrix can be
+handed to a solver's matrix interface directly for very large models.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+import numpy as np
+
+
+@attrs.define
+class LinearProgram:
+    """Minimise ``objective . x`` subject to ``row_lb <= A x <= row_ub`` and variable bounds."""
+
+    var_lb: list[float] = attrs.field(factory=list)
+    """Lower bound of each variable."""
+    var_ub: list[float] = attrs.field(factory=list)
+    """Upper bound of each variable (``math.inf`` when none)."""
+    var_binary: list[bool] = attrs.field(factory=list)
+    """Whether each variable is binary."""
+    objective: dict[int, float] = attrs.field(factory=dict)
+    """Objective coefficient of each variable that has one."""
+    row_cols: list[list[int]] = attrs.field(factory=list)
+    """Variables of each row."""
+    row_coefs: list[list[float]] = attrs.field(factory=list)
+    """Coefficients of each row, aligned with :attr:`row_cols`."""
+    row_lb: list[float] = attrs.field(factory=list)
+    """Lower bound of each row (``-math.inf`` when none)."""
+    row_ub: list[float] = attrs.field(factory=list)
+    """Upper bound of each row (``math.inf`` when none)."""
+
+    @property
+    def n_vars(self) -> int:
+        """Number of variables."""
+        return len(self.var_lb)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of rows."""
+        return len(self.row_lb)
+
+    @property
+    def n_binaries(self) -> int:
+        """Number of binary variables."""
+        return sum(self.var_binary)
+
+    @property
+    def n_nonzeros(self) -> int:
+        """Nonzero coefficients in the rows."""
+        return sum(len(c) for c in self.row_cols)
+
+    def add_var(self, *, lb: float = 0.0, ub: float = math.inf, binary: bool = False,
+                cost: float = 0.0) -> int:
+        """A new variable; returns its position."""
+        self.var_lb.append(lb)
+        self.var_ub.append(1.0 if binary else ub)
+        self.var_binary.append(binary)
+        index = len(self.var_lb) - 1
+        if cost:
+            self.objective[index] = self.objective.get(index, 0.0) + cost
+        return index
+
+    def add_row(self, cols: list[int], coefs: list[float], *, lb: float = -math.inf,
+                ub: float = math.inf) -> int:
+        """A new row ``lb <= sum coefs * x[cols] <= ub``; returns its position."""
+        self.row_cols.append(cols)
+        self.row_coefs.append(coefs)
+        self.row_lb.append(lb)
+        self.row_ub.append(ub)
+        return len(self.row_lb) - 1
+
+    def row_activity(self, row: int, values: np.ndarray) -> float:
+        """``A[row] . values``."""
+        return float(sum(c * values[j] for j, c in zip(self.row_cols[row], self.row_coefs[row],
+                                                       strict=True)))
+
+
+def to_pyomo(lp: LinearProgram) -> Any:
+    """A Pyomo ``ConcreteModel`` with variables ``model.x[0..n-1]``, rows ``model.rows``."""
+    import pyomo.environ as pyo
+    from pyomo.core.expr.numeric_expr import LinearExpression
+
+    model = pyo.ConcreteModel(name="autotm")
+    lb, ub, binary = lp.var_lb, lp.var_ub, lp.var_binary
+
+    def domain(_m: Any, i: int) -> Any:
+        return pyo.Binary if binary[i] else pyo.Reals
+
+    def bounds(_m: Any, i: int) -> tuple[float | None, float | None]:
+        return (None if lb[i] == -math.inf else lb[i], None if ub[i] == math.inf else ub[i])
+
+    model.x = pyo.Var(range(lp.n_vars), domain=domain, bounds=bounds, dense=True)
+    x = [model.x[i] for i in range(lp.n_vars)]
+    cols, coefs, rlb, rub = lp.row_cols, lp.row_coefs, lp.row_lb, lp.row_ub
+
+    def row(_m: Any, r: int) -> Any:
+        body = LinearExpression(constant=0, linear_coefs=list(coefs[r]),
+                                linear_vars=[x[j] for j in cols[r]])
+        low = None if rlb[r] == -math.inf else rlb[r]
+        high = None if rub[r] == math.inf else rub[r]
+        if low is not None and low == high:
+            return body == low
+        return (low, body, high)
+
+    model.rows = pyo.Constraint(range(lp.n_rows), rule=row)
+    objective = sorted(lp.objective.items())
+    model.objective = pyo.Objective(
+        expr=LinearExpression(constant=0, linear_coefs=[c for _, c in objective],
+                              linear_vars=[x[j] for j, _ in objective]),
+        sense=pyo.minimize,
+    )
+    return model
+
+
+def pyomo_values(model: Any, n_vars: int) -> np.ndarray:
+    """The values the solver loaded into ``model.x`` (NaN where none)."""
+    out = np.full(n_vars, np.nan)
+    for i, var in model.x.items():
+        if var.value is not None:
+            out[i] = var.value
+    return out
+
+
+def set_pyomo_values(model: Any, values: np.ndarray) -> None:
+    """Set ``model.x`` to ``values`` (a starting solution for solvers that take one)."""
+    for i, var in model.x.items():
+        var.set_value(float(values[i]), skip_validation=True)

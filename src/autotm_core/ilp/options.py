@@ -1,0 +1,91 @@
+"""Options of the ILP formulations: which formulation, and the knobs AutoTM fixed."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from autotm_core.errors import UsageError
+from autotm_core.ir import TensorKind
+from autotm_core.units import PAGE_NBYTES
+
+
+class Formulation(enum.Enum):
+    """How much freedom the planner has to move tensors."""
+
+    STATIC = "static"
+    """Every tensor keeps one pool for its whole life; no moves."""
+    SYNCHRONOUS = "synchronous"
+    """Tensors move between kernels (blocking copies): evicted after a use, fetched before one."""
+    ASYNCHRONOUS = "asynchronous"
+    """As synchronous; a move may also overlap a nearby kernel that does not touch the tensor."""
+
+    @classmethod
+    def parse(cls, value: Formulation | str) -> Formulation:
+        """The member called ``value`` (its name or value, any case)."""
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            raise UsageError(
+                f"unknown formulation {value!r}",
+                hint=f"use one of {', '.join(m.value for m in cls)}",
+            ) from None
+
+
+PINNABLE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.INPUT, TensorKind.OUTPUT})
+"""Kinds AutoTM pinned in fast memory: parameters, the step's inputs and its outputs."""
+
+
+def _capacity_value(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    for pool, limit in value.items():  # type: ignore[attr-defined]
+        values = [limit] if isinstance(limit, int) else list(limit)
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
+            raise UsageError(
+                f"capacity of pool {pool!r} must be a whole number of bytes >= 0 "
+                "(or one per kernel)",
+                hint="give bytes, e.g. 16 * 2**30, or a list with one limit per kernel",
+            )
+
+
+def _to_capacities(value: Mapping[str, int | Sequence[int]] | None) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for pool, limit in (value or {}).items():
+        out[pool] = limit if isinstance(limit, int) else tuple(limit)
+    return out
+
+
+@attrs.frozen(kw_only=True)
+class FormulationOptions:
+    """Everything that shapes the model besides the graph, the costs and the memory system."""
+
+    formulation: Formulation = attrs.field(default=Formulation.SYNCHRONOUS,
+                                           converter=Formulation.parse)
+    """Static, synchronous or asynchronous."""
+    async_window: int = attrs.field(default=15, validator=attrs.validators.ge(1))
+    """Asynchronous only: a move may overlap a kernel at most this many kernels away from
+    the use it serves (AutoTM used 15)."""
+    page_nbytes: int = attrs.field(default=PAGE_NBYTES, validator=attrs.validators.ge(1))
+    """Sizes are rounded up to a multiple of this in capacity constraints (1: no rounding)."""
+    pin_to_fast: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """Keep tensors of :data:`pinned_kinds` in the fastest pool for their whole life (AutoTM
+    did, and left them out of the capacity; here they count towards it)."""
+    pinned_kinds: frozenset[TensorKind] = attrs.field(default=PINNABLE_KINDS, converter=frozenset)
+    """Kinds pinned when :attr:`pin_to_fast` is set."""
+    capacities: Mapping[str, int | tuple[int, ...]] = attrs.field(
+        factory=dict, converter=_to_capacities, validator=_capacity_value)
+    """Limit per pool name, overriding the memory system's: one number of bytes for the whole
+    program, or a tuple with one limit per kernel (what the address-fitting loop tightens)."""
+
+    def to_json(self) -> dict[str, object]:
+        """The options as JSON values (kept in a plan's attributes)."""
+        return {
+            "formulation": self.formulation.value,
+            "async_window": self.async_window,
+            "page_nbytes": self.page_nbytes,
+            "pin_to_fast": self.pin_to_fast,
+            "pinned_kinds": sorted(k.value for k in self.pinned_kinds),
+        }
