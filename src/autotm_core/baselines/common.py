@@ -67,8 +67,8 @@ def _allowed_pools(graph: Graph, system: MemorySystem) -> tuple[tuple[str, ...],
         allowed = tuple(name for name in names if name in tensor.pools)
         if not allowed:
             raise PlanError(
-                f"tensor {tensor.name!r} may live only in {', '.join(tensor.pools)}, none of "
-                f"which memory system {system.name!r} has",
+                f"tensor {tensor.name!r} may live only in {', '.join(tensor.pools) or 'no pool'}"
+                f", and memory system {system.name!r} has none of them",
                 hint=f"the pools are {', '.join(names)}; fix the tensor's pools in the graph",
             )
         result.append(allowed)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 
-from autotm_core.baselines.common import Setting, setting
+from autotm_core.baselines.common import Setting, check_fast_fits, setting
 from autotm_core.errors import CapacityError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -40,6 +40,8 @@ PLANNER = "baseline/greedy"
 def greedy(graph: Graph, system: MemorySystem, *, fast_capacity_nbytes: int | None = None) -> Plan:
     """The greedy plan (see the module docstring)."""
     s = setting(graph, system, fast_capacity_nbytes)
+    check_fast_fits(s, s.exists & s.fast_only, what="greedy",
+                    hint="allow those tensors in a slower pool")
     walk = _Walk(s)
     walk.run()
     moved = sum(walk.nbytes[walk.index[m.tensor]] for m in walk.moves)
@@ -114,7 +116,11 @@ class _Walk:
         if k == 0:  # tensors that exist before the step are born here
             for t, producer in enumerate(self.producer):
                 if producer < 0 and self.last[t] >= 0 and t not in touched_set:
-                    self.slow_start[t] = 0
+                    if self.pinned[t]:  # it may live nowhere else
+                        self.fast_start[t] = 0
+                        self.fast_nbytes += self.nbytes[t]
+                    else:
+                        self.slow_start[t] = 0
         fetch, born = [], []
         for t in touched:
             born_here = self.producer[t] == k or (k == 0 and self.producer[t] < 0)
@@ -127,28 +133,8 @@ class _Walk:
                 born.append(t)
             else:
                 fetch.append(t)
-        fetch_nbytes = sum(self.nbytes[t] for t in fetch)
-        born_nbytes = sum(self.nbytes[t] for t in born)
-        written_now = 0  # bytes whose eviction writes them out at the boundary before k
         if self.capacity is not None:
-            written_now = self._make_room(k, fetch_nbytes, born_nbytes, touched_set)
-            over_kernel = (self.fast_nbytes + fetch_nbytes + born_nbytes + self.workspace[k]
-                           - self.capacity)
-            over_boundary = self.fast_nbytes + written_now + fetch_nbytes - self.capacity
-            for t in sorted(fetch + born, key=lambda t: -self.nbytes[t]):
-                if over_kernel <= 0 and over_boundary <= 0:
-                    break
-                if self.pinned[t]:
-                    continue
-                self.given_up += 1
-                if t in born:
-                    born.remove(t)
-                    self.slow_start[t] = k
-                    over_kernel -= self.nbytes[t]
-                else:
-                    fetch.remove(t)
-                    over_kernel -= self.nbytes[t]
-                    over_boundary -= self.nbytes[t]
+            over_kernel, over_boundary = self._make_room(k, fetch, born, touched_set)
             if over_kernel > 0 or over_boundary > 0:
                 self._overflow(k, over_kernel, over_boundary, touched_set)
         for t in fetch:
@@ -163,23 +149,75 @@ class _Walk:
             self.last_touch[t] = k
             self._advance(t, k)
 
-    def _make_room(self, k: int, fetch_nbytes: int, born_nbytes: int, touched: set[int]) -> int:
-        """Evict by farthest next use until kernel ``k`` and the boundary before it fit."""
+    def _make_room(
+        self, k: int, fetch: list[int], born: list[int], touched: set[int]
+    ) -> tuple[int, int]:
+        """Evict by farthest next use so that kernel ``k`` and the boundary before it fit.
+
+        Candidates are taken tentatively: when even all of them cannot make room,
+        the largest wanted tensor is given up (``fetch`` and ``born`` shrink) and
+        only as many candidates as the rest needs are evicted. Returns how much
+        kernel ``k`` and its boundary are still over capacity (> 0 only when the
+        tensors ``k`` touches and its workspace cannot all fit).
+        """
         assert self.capacity is not None
-        written_now = 0
+        chosen: list[tuple[tuple[int, int, int], bool]] = []  # heap entry, frees the boundary
+        exhausted = False
         while True:
-            over_kernel = (self.fast_nbytes + fetch_nbytes + born_nbytes + self.workspace[k]
-                           - self.capacity)
-            over_boundary = self.fast_nbytes + written_now + fetch_nbytes - self.capacity
-            if (over_kernel <= 0 and over_boundary <= 0) or not self.heap:
-                return written_now
-            key, t, stamp = heapq.heappop(self.heap)
+            fetch_nbytes = sum(self.nbytes[t] for t in fetch)
+            over_kernel = (self.fast_nbytes + fetch_nbytes + sum(self.nbytes[t] for t in born)
+                           + self.workspace[k] - self.capacity)
+            over_boundary = self.fast_nbytes + fetch_nbytes - self.capacity
+            for i in range(len(chosen) + 1):
+                if over_kernel <= 0 and over_boundary <= 0:
+                    self._apply(k, chosen[:i], chosen[i:])
+                    return 0, 0
+                if i < len(chosen):
+                    entry, frees_boundary = chosen[i]
+                    over_kernel -= self.nbytes[entry[1]]
+                    over_boundary -= self.nbytes[entry[1]] if frees_boundary else 0
+            if not exhausted:
+                entry = self._candidate(k, touched)
+                if entry is not None:
+                    t = entry[1]
+                    frees = self.slow_start[t] >= 0 or self._retro(t, k)
+                    chosen.append((entry, frees))
+                    continue
+                exhausted = True
+            droppable = [t for t in fetch + born if not self.pinned[t]]
+            if not droppable:
+                self._apply(k, chosen, [])
+                return over_kernel, over_boundary
+            t = max(droppable, key=lambda t: self.nbytes[t])
+            self.given_up += 1
+            if t in born:
+                born.remove(t)
+                self.slow_start[t] = k
+            else:
+                fetch.remove(t)
+
+    def _candidate(self, k: int, touched: set[int]) -> tuple[int, int, int] | None:
+        """Pop the resident with the farthest next use; ``None`` when all left are needed now."""
+        while self.heap:
+            entry = heapq.heappop(self.heap)
+            key, t, stamp = entry
             if stamp != self.stamp[t] or self.fast_start[t] < 0:
                 continue
-            if -key <= k or t in touched:  # every remaining candidate is needed now
-                heapq.heappush(self.heap, (key, t, stamp))
-                return written_now
-            written_now += self._evict(t, k)
+            if -key <= k or t in touched:
+                heapq.heappush(self.heap, entry)
+                return None
+            return entry
+        return None
+
+    def _apply(self, k: int, evict: list, keep: list) -> None:  # type: ignore[type-arg]
+        for entry, _ in keep:
+            heapq.heappush(self.heap, entry)
+        for entry, _ in evict:
+            self._evict(entry[1], k)
+
+    def _retro(self, t: int, k: int) -> bool:
+        """Whether ``t`` can be written out one boundary early (``k - 1`` does not touch it)."""
+        return self.last_touch[t] <= k - 2 and self.fast_start[t] <= k - 2
 
     def _overflow(self, k: int, over_kernel: int, over_boundary: int, touched: set[int]) -> None:
         """Last resort: tensors ``k`` touches leave the fast pool; ``k`` uses them slow."""
@@ -209,7 +247,7 @@ class _Walk:
         if self.slow_start[t] >= 0:  # a clean copy is there already: dropping it is free
             self._end_fast(t, k - 1)
             return 0
-        if self.last_touch[t] <= k - 2 and self.fast_start[t] <= k - 2:
+        if self._retro(t, k):
             self._end_fast(t, k - 2)  # write it out one boundary earlier, where it was anyway
             self.moves.append(Move(self.names[t], self.fast, self.slow[t], k - 1))
             self.slow_start[t] = k - 1

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from autotm_core.baselines.common import check_fast_fits, setting
 from autotm_core.baselines.first_touch import address_layout
-from autotm_core.errors import UsageError
+from autotm_core.errors import CapacityError, UsageError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans import Plan, Residency, make_plan
@@ -152,7 +152,7 @@ def cache_model(
     top_line = int((first_line + n_lines).max(initial=1))
     n_sets = top_line if cache_nbytes is None else cache_nbytes // (line_nbytes * ways)
     if n_sets < 1:
-        raise UsageError(
+        raise CapacityError(
             f"a cache of {format_bytes(cache_nbytes or 0)} holds no set of {ways} line(s) of "
             f"{format_bytes(line_nbytes)}",
             hint="give the fast pool more capacity, or use smaller lines or fewer ways",
