@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from autotm_core.ir import Graph, GraphBuilder, Tensor, TensorKind
+
 from autotm_onnx.dims import bind_dims
 from autotm_onnx.flops import node_flops
 from autotm_onnx.shapes import ValueType, ValueTypes, infer_shapes

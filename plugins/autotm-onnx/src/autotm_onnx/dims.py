@@ -68,6 +68,32 @@ def symbolic_dims(model: ModelProto) -> list[str]:
     ))
 
 
+def with_batch_size(model: ModelProto, dims: dict[str, int], batch_size: object) -> dict[str, int]:
+    """``dims`` plus the model's batch dimension bound to ``batch_size`` (``--batch-size``).
+
+    The batch dimension is the symbolic leading dimension of the graph inputs that
+    are not initializers; there must be exactly one such name.
+    """
+    _, size = _binding("batch_size", batch_size)
+    weights = {t.name for t in model.graph.initializer}
+    leading: dict[str, None] = {}
+    for value in model.graph.input:
+        first = next(iter(_dims(value)), None)
+        if value.name not in weights and first is not None and first.dim_param:
+            leading[first.dim_param] = None
+    if len(leading) != 1:
+        found = ", ".join(repr(n) for n in leading) or "none"
+        raise UsageError(
+            f"--batch-size needs one symbolic leading dimension among the model's inputs "
+            f"(found: {found})",
+            hint="bind the dimensions by name instead: --dim NAME=SIZE",
+        )
+    name = next(iter(leading))
+    if dims.get(name, size) != size:
+        raise UsageError(f"dimension {name!r} is bound to {dims[name]} and to --batch-size {size}")
+    return {**dims, name: size}
+
+
 def bind_dims(model: ModelProto, dims: Mapping[str, int]) -> None:
     """Replace, in place, every declared dimension named in ``dims`` by its size."""
     if not dims:

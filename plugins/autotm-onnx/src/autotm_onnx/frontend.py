@@ -14,7 +14,7 @@ from typing import Any
 from autotm_core.errors import PluginError, UsageError
 from autotm_core.ir import Graph
 
-OPTIONS = ("dims", "name")
+OPTIONS = ("dims", "batch_size", "name")
 """Options :meth:`OnnxFrontend.load` accepts."""
 
 
@@ -35,6 +35,7 @@ class OnnxFrontend:
 
         Options: ``dims`` binds symbolic dimensions (a mapping such as
         ``{"batch": 32}``, ``"batch=32,seq=128"``, or a list of ``"NAME=SIZE"``);
+        ``batch_size`` binds the one symbolic leading dimension of the graph inputs;
         ``name`` names the graph (default: the file's stem, else the ONNX graph's name).
         """
         unknown = sorted(set(options) - set(OPTIONS))
@@ -47,11 +48,13 @@ class OnnxFrontend:
         if reason is not None:
             raise PluginError(f"the onnx frontend cannot run: {reason}", hint="pip install onnx")
         from autotm_onnx.convert import convert_model
-        from autotm_onnx.dims import parse_dims
+        from autotm_onnx.dims import parse_dims, with_batch_size
         from autotm_onnx.reading import read_model
 
         dims = parse_dims(options.get("dims"))
         model = read_model(source)
+        if options.get("batch_size") is not None:
+            dims = with_batch_size(model, dims, options["batch_size"])
         name = options.get("name")
         if name is None:
             is_path = isinstance(source, str | os.PathLike)
@@ -61,6 +64,8 @@ class OnnxFrontend:
         return convert_model(model, name=name, dims=dims)
 
 
-def load(source: Any, *, dims: Any = None, name: str | None = None) -> Graph:
+def load(
+    source: Any, *, dims: Any = None, batch_size: int | None = None, name: str | None = None
+) -> Graph:
     """The graph of the ONNX model ``source``: ``load("model.onnx", dims={"batch": 32})``."""
-    return OnnxFrontend().load(source, dims=dims, name=name)
+    return OnnxFrontend().load(source, dims=dims, batch_size=batch_size, name=name)

@@ -39,16 +39,23 @@ def read_model(source: Any) -> ModelProto:
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(f"{path}: cannot be read: {exc.strerror or exc}", hint=_HINT) from None
+    return parse_model(data, where=str(path))
+
+
+def parse_model(data: bytes, *, where: str) -> ModelProto:
+    """The model serialised in ``data`` (read from ``where``, for messages)."""
+    import onnx
+
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
     except Exception:  # protobuf's DecodeError, and RuntimeError from some of its backends
         raise FormatError(
-            f"{path}: not an ONNX model (the protobuf cannot be decoded: the file is truncated, "
+            f"{where}: not an ONNX model (the protobuf cannot be decoded: the file is truncated, "
             "corrupt or of another kind)",
             hint=_HINT,
         ) from None
-    return _checked(model, str(path))
+    return _checked(model, where)
 
 
 def _checked(model: ModelProto, where: str) -> ModelProto:

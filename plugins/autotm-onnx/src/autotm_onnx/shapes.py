@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import attrs
-
 from autotm_core.errors import GraphError
+
 from autotm_onnx.dims import symbolic_dims
 from autotm_onnx.dtypes import element_type, storage_nbytes
 
