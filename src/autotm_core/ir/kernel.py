@@ -11,17 +11,19 @@ from autotm_core.ir.tensor import _check_name
 
 
 def _to_names(value: object) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, list | tuple):
+    if not isinstance(value, (list, tuple)):
         raise GraphError(f"tensor list {value!r} must be a list of tensor names")
     try:
         "".join(value)  # a fast check that every item is a string
     except TypeError:
-        raise GraphError(f"tensor list {list(value)!r} must hold only tensor names (strings)") from None
+        raise GraphError(
+            f"tensor list {list(value)!r} must hold only tensor names (strings)"
+        ) from None
     return tuple(value)
 
 
 def _check_flops(instance: Kernel, attribute: attrs.Attribute, value: object) -> None:
-    if value is None:
+    if value is None or ((type(value) is float or type(value) is int) and 0 <= value < math.inf):
         return
     if (
         isinstance(value, bool)
@@ -35,6 +37,8 @@ def _check_flops(instance: Kernel, attribute: attrs.Attribute, value: object) ->
 
 
 def _check_workspace(instance: Kernel, attribute: attrs.Attribute, value: object) -> None:
+    if type(value) is int and value >= 0:  # the common case, decided at once
+        return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise GraphError(
             f"kernel {instance.name!r}: workspace {value!r} must be a whole number of bytes >= 0",

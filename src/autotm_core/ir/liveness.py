@@ -12,6 +12,8 @@ A kernel's workspace counts towards the live bytes of that kernel only.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import attrs
 import numpy as np
 import numpy.typing as npt
@@ -92,25 +94,35 @@ def analyse(graph: Graph) -> Liveness:
     check_graph(graph)
 
     index = graph.tensor_index
-    n_tensors, n_kernels = len(graph.tensors), len(graph.kernels)
-    nbytes = np.fromiter((t.nbytes for t in graph.tensors), dtype=np.int64, count=n_tensors)
+    tensors, kernels = graph.tensors, graph.kernels
+    n_tensors, n_kernels = len(tensors), len(kernels)
+    nbytes = np.fromiter(map(attrgetter("nbytes"), tensors), dtype=np.int64, count=n_tensors)
 
-    kernel_ptr = np.zeros(n_kernels + 1, dtype=np.int64)
+    # Plain lists in the loop: indexing NumPy arrays one scalar at a time is slow. A verified
+    # graph lists no tensor twice among a kernel's inputs or among its outputs, so a kernel's
+    # tensors are its inputs, then the outputs that are not also inputs.
+    ptr = [0] * (n_kernels + 1)
     entries: list[int] = []
     reads: list[bool] = []
     writes: list[bool] = []
-    producer = np.full(n_tensors, -1, dtype=np.int64)
-    for k, kernel in enumerate(graph.kernels):
-        read_set = set(kernel.inputs)
-        write_set = set(kernel.outputs)
-        for name in kernel.tensors:
-            t = index[name]
-            entries.append(t)
-            reads.append(name in read_set)
-            writes.append(name in write_set)
-            if name in write_set and name not in read_set and producer[t] < 0:
-                producer[t] = k
-        kernel_ptr[k + 1] = len(entries)
+    producer_list = [-1] * n_tensors
+    for k, kernel in enumerate(kernels):
+        inputs, outputs = kernel.inputs, kernel.outputs
+        for name in inputs:
+            entries.append(index[name])
+            reads.append(True)
+            writes.append(name in outputs)
+        for name in outputs:
+            if name not in inputs:
+                t = index[name]
+                entries.append(t)
+                reads.append(False)
+                writes.append(True)
+                if producer_list[t] < 0:
+                    producer_list[t] = k
+        ptr[k + 1] = len(entries)
+    kernel_ptr = np.asarray(ptr, dtype=np.int64)
+    producer = np.asarray(producer_list, dtype=np.int64)
     kernel_tensors = np.asarray(entries, dtype=np.int64)
     kernel_kernels = np.repeat(np.arange(n_kernels, dtype=np.int64), np.diff(kernel_ptr))
 
@@ -125,11 +137,10 @@ def analyse(graph: Graph) -> Liveness:
     last_use = np.full(n_tensors, -1, dtype=np.int64)
     has_use = counts > 0
     last_use[has_use] = use_kernels[use_ptr[1:][has_use] - 1]
-    survives = np.fromiter(
-        (t.kind.survives_step for t in graph.tensors), dtype=np.bool_, count=n_tensors
-    )
+    kinds = list(map(attrgetter("kind"), tensors))
+    survives = np.fromiter((k.survives_step for k in kinds), dtype=np.bool_, count=n_tensors)
     pre_existing = np.fromiter(
-        (t.kind.exists_before_step for t in graph.tensors), dtype=np.bool_, count=n_tensors
+        (k.exists_before_step for k in kinds), dtype=np.bool_, count=n_tensors
     )
     last = np.maximum(last_use, first)
     if n_kernels:
@@ -138,7 +149,7 @@ def analyse(graph: Graph) -> Liveness:
     last[(producer < 0) & ~pre_existing] = -1
 
     workspace = np.fromiter(
-        (k.workspace_nbytes for k in graph.kernels), dtype=np.int64, count=n_kernels
+        map(attrgetter("workspace_nbytes"), kernels), dtype=np.int64, count=n_kernels
     )
     delta = np.zeros(n_kernels + 1, dtype=np.int64)
     if n_kernels:

@@ -47,6 +47,10 @@ class TensorKind(enum.Enum):
     CONSTANT = "constant"
     """A value fixed for the whole program (never written)."""
 
+    # Members are singletons compared by identity, so identity hashing is exact; Enum's own
+    # hash is a Python-level call, which dominated set and dict lookups of kinds.
+    __hash__ = object.__hash__
+
     @property
     def exists_before_step(self) -> bool:
         """True for kinds that are not produced by a kernel of the step."""
@@ -67,6 +71,8 @@ _SURVIVING = frozenset(
 
 
 def _check_name(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if type(value) is str and value:  # the common case, decided at once
+        return
     if not isinstance(value, str) or not value:
         raise GraphError(
             f"{type(instance).__name__} name {value!r} must be a non-empty string",
@@ -75,6 +81,8 @@ def _check_name(instance: object, attribute: attrs.Attribute, value: object) -> 
 
 
 def _check_nbytes(instance: Tensor, attribute: attrs.Attribute, value: object) -> None:
+    if type(value) is int and value >= 0:  # the common case, decided at once
+        return
     if isinstance(value, bool) or not isinstance(value, int):
         raise GraphError(
             f"tensor {instance.name!r}: size {value!r} is not a whole number of bytes",

@@ -51,13 +51,15 @@ def verify_graph(graph: Graph) -> list[Problem]:
     if len(graph.tensor_index) != len(graph.tensors):
         for name, count in Counter(t.name for t in graph.tensors).items():
             if count > 1:
-                error(f"tensor {name!r}", f"is declared {count} times; give each tensor a unique name")
+                error(f"tensor {name!r}",
+                      f"is declared {count} times; give each tensor a unique name")
     if len(graph.kernel_index) != len(graph.kernels):
         for name, count in Counter(k.name for k in graph.kernels).items():
             if count > 1:
                 error(f"kernel {name!r}", f"appears {count} times; give each kernel a unique name")
 
     kinds = {t.name: t.kind for t in graph.tensors}
+    pre_existing = {name for name, kind in kinds.items() if kind.exists_before_step}
     first_writer: dict[str, str] = {}
     for kernel in graph.kernels:
         for name in kernel.outputs:
@@ -78,11 +80,11 @@ def verify_graph(graph: Graph) -> list[Problem]:
                     if count > 1:
                         error(subject, f"lists tensor {name!r} {count} times among its {role}")
         for name in inputs:
+            if name in producer or name in pre_existing:  # the common case, decided at once
+                continue
             kind = kinds.get(name)
             if kind is None:
                 error(subject, f"reads unknown tensor {name!r}; declare it or fix the name")
-            elif name in producer or kind.exists_before_step:
-                continue
             elif name in first_writer:
                 error(
                     subject,
@@ -101,8 +103,10 @@ def verify_graph(graph: Graph) -> list[Problem]:
                 error(subject, f"writes unknown tensor {name!r}; declare it or fix the name")
             elif name in inputs:
                 if kind is TensorKind.CONSTANT:
-                    error(subject, f"updates constant {name!r} in place; constants are never written")
-            elif kind.exists_before_step:
+                    error(
+                        subject, f"updates constant {name!r} in place; constants are never written"
+                    )
+            elif name in pre_existing:
                 error(
                     subject,
                     f"writes {kind.value} {name!r} as a new value, but it exists before the step; "
