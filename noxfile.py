@@ -15,7 +15,13 @@ nox.options.error_on_missing_interpreters = True
 def tests(session: nox.Session) -> None:
     """The test suite (pass pytest options after --, e.g. ``nox -s tests -- -k liveness``)."""
     session.install("-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    # the torch plugin; "+cpu" insists on torch's CPU build, never a multi-GB CUDA one
+    session.install("-e", "plugins/autotm-torch", "torch==2.13.0+cpu")
+    session.install("-e", "plugins/autotm-onnx")  # the ONNX plugin (pulls onnx)
+    session.run(
+        "pytest", "tests", "plugins/autotm-torch/tests", "plugins/autotm-onnx/tests",
+        *session.posargs,
+    )
 
 
 @nox.session(python=PYTHONS[-1], default=False)

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from models import MLP, DataDependent, Expand, InPlace, SmallCNN  # noqa: E402
+from torch_models import MLP, DataDependent, Expand, InPlace, SmallCNN  # noqa: E402
 from torch import nn  # noqa: E402
 
 from autotm_core import PluginError, TensorKind, get_frontend, verify_graph  # noqa: E402
@@ -143,7 +143,7 @@ def test_multi_output_op_is_split(frontend):
 
 
 def test_data_dependent_control_flow_names_the_op(frontend):
-    with pytest.raises(PluginError, match=r"_local_scalar_dense.*models.py:\d+ in forward"):
+    with pytest.raises(PluginError, match=r"_local_scalar_dense.*torch_models.py:\d+ in forward"):
         frontend.load(DataDependent(), (torch.randn(4, 8),), optimizer="sgd")
 
 

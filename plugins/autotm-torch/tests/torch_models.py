@@ -63,7 +63,7 @@ class DataDependent(nn.Module):
         return y
 
 
-def mlp_factory(batch_size: int = 4, hidden: int = 16, optimizer: str = "adam"):
+def mlp_factory(batch_size: int = 4, hidden: int = 16):
     """The command line's factory: (model, example_inputs, loss_fn, optimizer)."""
     model = MLP(hidden=hidden)
     x = torch.randn(batch_size, 8)
@@ -79,3 +79,8 @@ def mlp_factory(batch_size: int = 4, hidden: int = 16, optimizer: str = "adam"):
 def mlp_tuple_factory(batch_size: int = 4):
     model = MLP()
     return model, (torch.randn(batch_size, 8),), None, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def data_dependent_factory(batch_size: int = 4):
+    model = DataDependent()
+    return model, (torch.randn(batch_size, 8),), None, "sgd"

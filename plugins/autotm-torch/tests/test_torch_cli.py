@@ -1,0 +1,77 @@
+"""The torch frontend from the command line: import -> info, errors, plugin availability."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from autotm_core import TensorKind, load_graph  # noqa: E402
+from autotm_core.cli.main import main  # noqa: E402
+from autotm_torch import TorchFrontend  # noqa: E402
+
+MODELS = Path(__file__).parent / "torch_models.py"
+
+
+def test_import_then_info(tmp_path, capsys):
+    out = tmp_path / "graph.json"
+    spec = f"{MODELS}:mlp_factory"
+    status = main(["import", "torch", spec, "--batch-size", "8", "--option", "hidden=32",
+                   "-o", str(out)])
+    assert status == 0, capsys.readouterr().err
+    assert "wrote" in capsys.readouterr().out
+    graph = load_graph(out)
+    assert graph.tensor("input:0").shape == (8, 8)  # the batch size reached the factory
+    assert graph.tensor("param:fc1.weight").shape == (32, 8)  # and so did --option hidden=32
+    state = sum(t.nbytes for t in graph.tensors if t.kind is TensorKind.OPTIMIZER_STATE)
+    params = sum(t.nbytes for t in graph.tensors if t.kind is TensorKind.PARAMETER)
+    assert state == 2 * params + 4 * 4  # Adam, from the factory's optimizer
+
+    assert main(["info", str(out), "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert json.dumps(facts).count(str(graph.liveness.peak_nbytes)) >= 1
+
+
+def test_module_spec_with_a_tuple_factory(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(MODELS.parent))
+    out = tmp_path / "g.json"
+    assert main(["import", "torch", "torch_models:mlp_tuple_factory", "-o", str(out)]) == 0
+    graph = load_graph(out)
+    assert graph.tensor("input:0").shape == (4, 8)
+    assert not any(t.kind is TensorKind.OPTIMIZER_STATE for t in graph.tensors)  # plain SGD
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["import", "torch", f"{MODELS}:data_dependent_factory", "-o", "x.json"],
+         "op aten._local_scalar_dense needs the value of a tensor at torch_models.py"),
+        (["import", "torch", "no_such_module_xyz:factory", "-o", "x.json"], "cannot import"),
+        (["import", "torch", f"{MODELS}:missing", "-o", "x.json"], "has no attribute 'missing'"),
+        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "nokey", "-o", "x.json"],
+         "is not KEY=VALUE"),
+        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "depth=3", "-o", "x.json"],
+         "does not accept the options"),
+        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "mode=fly", "-o", "x.json"],
+         "unknown mode 'fly'"),
+        (["import", "nope", "x", "-o", "x.json"], "no frontend called 'nope'"),
+    ],
+)
+def test_bad_input_is_one_clear_error(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "error:" in err and message in " ".join(err.split()), err
+    assert "Traceback" not in err and not (tmp_path / "x.json").exists()
+
+
+def test_without_torch_the_frontend_says_what_to_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)  # what find_spec sees when torch is absent
+    assert "pip install torch==2.13.0" in TorchFrontend().unavailable_reason()
+    assert main(["plugins"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "torch is not installed" in out
