@@ -64,7 +64,7 @@ class DataDependent(nn.Module):
 
 
 def mlp_factory(batch_size: int = 4, hidden: int = 16):
-    """The command line's factory: (model, example_inputs, loss_fn, optimizer)."""
+    """The command line's factory, in the mapping form (it carries the loss targets)."""
     model = MLP(hidden=hidden)
     x = torch.randn(batch_size, 8)
     return {
