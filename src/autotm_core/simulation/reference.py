@@ -1,7 +1,7 @@
 """The simulator's loop in plain Python: the reference :mod:`.kernels` is tested against.
 
-Slow and obviously right: one pass over the moves, one over the residencies,
-nothing vectorised. Same arguments and results as
+Slow and plainly right: one pass over the moves, one over the residencies,
+one over the kernels, nothing vectorised or compiled. Same arguments and results as
 :func:`autotm_core.simulation.kernels.simulate_arrays`.
 """
 
@@ -46,12 +46,20 @@ def simulate_arrays(
         max(a, b) for a, b in zip(kernel_seconds.tolist(), async_seconds, strict=True)
     ]
 
-    pool_nbytes = [[0] * n_kernels for _ in range(n_pools)]
+    # Each residency adds its bytes where it begins and takes them back after it ends; a
+    # running sum over kernels gives what each pool holds.
+    change = [[0] * (n_kernels + 1) for _ in range(n_pools)]
     for p, first, last, nbytes in zip(
         res_pool.tolist(), res_first.tolist(), res_last.tolist(), res_nbytes.tolist(), strict=True
     ):
-        for k in range(first, last + 1):
-            pool_nbytes[p][k] += nbytes
+        change[p][first] += nbytes
+        change[p][last + 1] -= nbytes
+    pool_nbytes = [[0] * n_kernels for _ in range(n_pools)]
+    for p in range(n_pools):
+        held = 0
+        for k in range(n_kernels):
+            held += change[p][k]
+            pool_nbytes[p][k] = held
     for k, nbytes in enumerate(workspace_nbytes.tolist()):
         pool_nbytes[0][k] += nbytes
     return (
