@@ -184,3 +184,17 @@ def test_element_sizes(elem_type, shape, nbytes, dtype):
 def test_every_onnx_element_type_is_mapped():
     names = set(TensorProto.DataType.keys()) - {"UNDEFINED", "STRING"}
     assert names <= set(ELEMENT_TYPES)
+
+
+def test_unread_output_without_a_size_is_left_out(caplog):
+    value_info = [onnx.helper.make_tensor_value_info("h", TensorProto.FLOAT, [4, 4])]
+    model = onnx_models.with_nodes(
+        [
+            onnx.helper.make_node("Split2", ["x"], ["h", "scratch"], name="split", domain="com.x"),
+            onnx.helper.make_node("Relu", ["h"], ["y"], name="relu"),
+        ],
+        value_info=value_info, domains=("com.x",),
+    )
+    graph = load(model)
+    assert graph.kernel("split").outputs == ("h",)
+    assert "leaving out 'scratch'" in caplog.text

@@ -9,7 +9,9 @@ Mapping rules (docs/frontends-onnx.md has the full list):
 - every other node is one kernel, in the model's (topological) order, whose op is
   the lower-cased ONNX op type, or ``domain::op`` for a non-default domain;
 - sizes are exact: shape x element size of the value's element type;
-- values no node reads and no graph output names are left out (logged).
+- initializers and graph inputs no node reads are left out (logged), and so are
+  node outputs no node reads whose size shape inference does not give (e.g. the
+  mask of an old ``Dropout``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from autotm_core.errors import GraphError
 from autotm_core.ir import Graph, GraphBuilder, Tensor, TensorKind
 
 from autotm_onnx.dims import bind_dims
@@ -96,9 +99,19 @@ class _Converter:
                                      shape=value_type.shape, dtype=value_type.dtype)
 
     def _kernel(self, node: NodeProto, position: int, names: set[str]) -> None:
-        outputs = [name for name in node.output if name]
-        for name in outputs:
-            self._declare(name, TensorKind.ACTIVATION)
+        outputs = []
+        for name in node.output:
+            if not name:
+                continue
+            try:
+                self._declare(name, TensorKind.ACTIVATION)
+            except GraphError:
+                if name in self._read:
+                    raise
+                log.warning("leaving out %r, an output of node %r that no node reads: shape "
+                            "inference gives it no size", name, node.name or position)
+                continue
+            outputs.append(name)
         inputs = [name for name in node.input if name]
         op = kernel_op(node)
         flops = node_flops(op, [self._tensors[n] for n in inputs],
