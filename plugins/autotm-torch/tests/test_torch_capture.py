@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_models import MLP, DataDependent, Expand, InPlace, SmallCNN  # noqa: E402
 from torch import nn  # noqa: E402
+from torch_models import MLP, DataDependent, Expand, InPlace, SmallCNN  # noqa: E402
 
 from autotm_core import PluginError, TensorKind, get_frontend, verify_graph  # noqa: E402
 from autotm_core.costs.roofline import roofline_costs  # noqa: E402

@@ -10,9 +10,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from autotm_core import TensorKind, load_graph  # noqa: E402
-from autotm_core.cli.main import main  # noqa: E402
-from autotm_torch import TorchFrontend  # noqa: E402
+from autotm_torch import TorchFrontend
+
+from autotm_core import TensorKind, load_graph
+from autotm_core.cli.main import main
 
 MODELS = Path(__file__).parent / "torch_models.py"
 
