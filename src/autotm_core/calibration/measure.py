@@ -1,0 +1,111 @@
+"""The measurements of a calibration, each on buffers bound to one NUMA node.
+
+Buffers come from the executor's :class:`~autotm_core.executor.arena.Space`:
+bound with ``mbind``, pre-faulted and verified, so page faults stay out of
+every timing. Each measurement runs once untimed, then ``repeat`` times; the
+median is kept.
+
+- read / write: :func:`~autotm_core.calibration.kernels.stream_read` and
+  ``stream_write`` over a whole buffer;
+- synchronous copy: ``numpy.copyto`` from one buffer to another (the
+  executor's synchronous moves);
+- asynchronous copy: the same copy on the executor's
+  :class:`~autotm_core.executor.copy.CopyThread` while this thread runs the
+  replay kernels' compute loop for longer than the copy takes; the rate is the
+  bytes over the copy thread's own time;
+- latency: :func:`~autotm_core.calibration.kernels.chase` over a random cycle
+  through every cache line of a buffer;
+- compute: the replay kernels' multiply-add loop
+  (:func:`~autotm_core.executor.replay.run_kernel` with no memory rows), so
+  the rate is the one replayed kernels compute at.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+Bytes = npt.NDArray[np.uint8]
+
+LINE_WORDS = 8
+"""Words of a 64-byte cache line: the chase visits one slot per line."""
+
+
+def _median_seconds(action: Callable[[], object], repeat: int) -> float:
+    action()  # untimed: code loaded, TLB warm
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter_ns()
+        action()
+        samples.append((time.perf_counter_ns() - start) * 1e-9)
+    return float(np.median(samples))
+
+
+def read_rate(buffer: Bytes, *, repeat: int) -> float:
+    """Bytes per second :func:`stream_read` gets from ``buffer``."""
+    from autotm_core.calibration.kernels import stream_read
+
+    words = buffer.view(np.uint64)
+    return buffer.nbytes / _median_seconds(lambda: stream_read(words), repeat)
+
+
+def write_rate(buffer: Bytes, *, repeat: int) -> float:
+    """Bytes per second :func:`stream_write` puts into ``buffer``."""
+    from autotm_core.calibration.kernels import stream_write
+
+    words = buffer.view(np.uint64)
+    value = np.uint64(0x0123456789ABCDEF)
+    return buffer.nbytes / _median_seconds(lambda: stream_write(words, value), repeat)
+
+
+def sync_copy_rate(source: Bytes, target: Bytes, *, repeat: int) -> float:
+    """Bytes per second of ``numpy.copyto`` from ``source`` to ``target``."""
+    return source.nbytes / _median_seconds(lambda: np.copyto(target, source), repeat)
+
+
+def async_copy_rate(source: Bytes, target: Bytes, *, repeat: int, flops_per_second: float,
+                    sync_bytes_per_second: float) -> float:
+    """Bytes per second of the copy thread copying while this thread computes."""
+    from autotm_core.executor import replay
+    from autotm_core.executor.copy import CopyThread
+
+    empty = np.zeros((0, 4), dtype=np.int64)
+    memory, words = source, source.view(np.uint64)
+    # compute for about three times the copy's unhindered time, so it overlaps the whole copy
+    iterations = int(3 * source.nbytes / sync_bytes_per_second * flops_per_second
+                     / replay.FLOPS_PER_ITERATION) + 1
+    rates = []
+    with CopyThread() as copier:
+        for rep in range(repeat + 1):
+            before = copier.copy_ns
+            ticket = copier.submit(source, target)
+            replay.run_kernel(memory, words, empty, 0, 0, iterations)
+            copier.wait(ticket)
+            if rep:  # the first is the untimed warm-up
+                rates.append(source.nbytes / ((copier.copy_ns - before) * 1e-9))
+    return float(np.median(rates))
+
+
+def latency(buffer: Bytes, *, steps: int, repeat: int) -> float:
+    """Seconds of one dependent load over a random cycle through every cache line of ``buffer``."""
+    from autotm_core.calibration.kernels import chase
+    from autotm_core.calibration.reference import write_cycle
+
+    following = buffer.view(np.int64)
+    start = write_cycle(following, stride=LINE_WORDS)
+    return _median_seconds(lambda: chase(following, start, steps), repeat) / steps
+
+
+def compute_rate(*, iterations: int, repeat: int) -> float:
+    """Floating-point operations per second of the replay kernels' compute loop."""
+    from autotm_core.executor import replay
+
+    empty = np.zeros((0, 4), dtype=np.int64)
+    memory = np.zeros(8, dtype=np.uint8)
+    words = memory.view(np.uint64)
+    seconds = _median_seconds(
+        lambda: replay.run_kernel(memory, words, empty, 0, 0, iterations), repeat)
+    return iterations * replay.FLOPS_PER_ITERATION / seconds

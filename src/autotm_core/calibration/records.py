@@ -1,0 +1,59 @@
+"""Records of a calibration: figures per NUMA node, per copy direction, and the compute rate."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class NodeFigures:
+    """What one NUMA node's memory does for one thread."""
+
+    node: int
+    """The NUMA node."""
+    memory_nbytes: int | None
+    """Its memory (``MemTotal``), when the kernel says."""
+    read_bytes_per_second: float
+    """Streaming read bandwidth (median of the repetitions)."""
+    write_bytes_per_second: float
+    """Streaming write bandwidth (median of the repetitions)."""
+    latency_seconds: float
+    """Time of one dependent load over a random cycle far larger than the caches."""
+
+
+@attrs.frozen(slots=True)
+class LinkFigures:
+    """Copy bandwidth from one node's memory to another's (or to itself)."""
+
+    source: int
+    """Node copied from."""
+    target: int
+    """Node copied to."""
+    sync_bytes_per_second: float
+    """Bytes copied per second by one thread doing nothing else (``numpy.copyto``)."""
+    async_bytes_per_second: float
+    """Bytes copied per second on a second thread while the first computes."""
+
+
+@attrs.frozen(slots=True)
+class Calibration:
+    """Everything measured by :func:`~autotm_core.calibration.calibrate.calibrate`."""
+
+    nodes: tuple[NodeFigures, ...]
+    """One per allowed NUMA node, in node order."""
+    links: tuple[LinkFigures, ...]
+    """One per ordered pair of nodes, a node to itself included."""
+    flops_per_second: float
+    """Rate of the replay kernels' multiply-add loop (one thread)."""
+    buffer_nbytes: int
+    """Size of every buffer streamed or chased."""
+    last_level_cache_nbytes: int | None
+    """Largest cache this machine reports, which the buffers exceed."""
+    repeat: int
+    """Timed repetitions of each measurement (the median is kept)."""
+    chase_steps: int
+    """Dependent loads per latency measurement."""
+    cpu: str
+    """Processor and thread count, for the file's description."""
+    seconds: float
+    """Wall time of the calibration."""

@@ -1,0 +1,42 @@
+"""Plain-NumPy reference of the calibration kernels (:mod:`autotm_core.calibration.kernels`).
+
+Also builds the random cycle the latency measurement chases, in NumPy (no loop).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+
+
+def stream_read(words: U64) -> np.uint64:
+    """Sum of ``words`` modulo ``2**64`` (NumPy's unsigned sum wraps)."""
+    return np.uint64(np.sum(words, dtype=np.uint64))
+
+
+def stream_write(words: U64, value: int) -> None:
+    """Set every word of ``words`` to ``value``."""
+    words[:] = np.uint64(value)
+
+
+def chase(following: I64, start: int, steps: int) -> int:
+    """Index reached after ``steps`` hops ``i -> following[i]`` from ``start``."""
+    i = start
+    for _ in range(steps):
+        i = int(following[i])
+    return i
+
+
+def write_cycle(following: I64, *, stride: int, seed: int = 0) -> int:
+    """Make one random cycle through every ``stride``-th slot of ``following``; return its start.
+
+    Slot ``i * stride`` holds the slot that follows it: with ``stride`` words to a
+    cache line, every hop lands on another line, in an order no prefetcher guesses.
+    """
+    slots = len(following) // stride
+    order = np.random.default_rng(seed).permutation(slots).astype(np.int64) * stride
+    following[order] = np.roll(order, -1)
+    return int(order[0])
