@@ -300,7 +300,8 @@ class _Builder:
         try:
             return self.at_kernel[tensor, kernel]
         except KeyError:
-            raise PlanError(f"internal: tensor #{tensor} has no gadget at kernel #{kernel}") from None
+            raise PlanError(
+                f"internal: tensor #{tensor} has no gadget at kernel #{kernel}") from None
 
     def _kernel_times(self) -> tuple[list[int], list[list[int]], list[list[int]]]:
         lp, live, states = self.lp, self.live, self.states

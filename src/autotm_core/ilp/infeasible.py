@@ -1,0 +1,77 @@
+"""Why no plan fits: lower bounds checked before solving, and the message after a proof.
+
+Before building a model, :func:`check_lower_bounds` adds up, at every kernel, the
+bytes that must be in the fastest pool whatever the plan (the kernel's workspace
+and every live tensor that may live nowhere else: pinned, or restricted to that
+pool) and raises :class:`~autotm_core.errors.CapacityError` naming the kernel, the
+bytes and the smallest capacity that could work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autotm_core.errors import CapacityError
+from autotm_core.ilp.formulation import allowed_states
+from autotm_core.ilp.gadgets import states_for
+from autotm_core.ilp.options import FormulationOptions
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.units import format_bytes, round_up
+
+
+def forced_fast_nbytes(graph: Graph, system: MemorySystem,
+                       options: FormulationOptions) -> np.ndarray:
+    """Bytes (page-rounded) that must be in the fastest pool at each kernel."""
+    live = graph.liveness
+    states = states_for(len(system.pools))
+    page = options.page_nbytes
+    delta = np.zeros(len(graph.kernels) + 1, dtype=np.int64)
+    for t in range(len(graph.tensors)):
+        first, last = int(live.first[t]), int(live.last[t])
+        if last < first or last < 0:
+            continue
+        if all(states[s].pools == {0} for s in allowed_states(graph, system, options, t)):
+            size = round_up(int(live.nbytes[t]), page)
+            delta[first] += size
+            delta[last + 1] -= size
+    workspace = np.array([round_up(int(w), page) for w in live.workspace_nbytes], dtype=np.int64)
+    return np.cumsum(delta[:-1]) + workspace
+
+
+def check_lower_bounds(graph: Graph, system: MemorySystem, capacities: list[np.ndarray | None],
+                       options: FormulationOptions) -> None:
+    """Raise :class:`CapacityError` when the fastest pool cannot hold what must be there."""
+    cap = capacities[0]
+    if cap is None or not len(graph.kernels):
+        return
+    forced = forced_fast_nbytes(graph, system, options)
+    over = np.flatnonzero(forced > cap)
+    if not len(over):
+        return
+    k = int(over[np.argmax(forced[over] - cap[over])])
+    pool = system.pools[0].name
+    raise CapacityError(
+        f"no plan fits: kernel {graph.kernels[k].name!r} (#{k}) needs "
+        f"{format_bytes(int(forced[k]))} ({int(forced[k])} bytes) in pool {pool!r} (its workspace "
+        f"and the tensors that may live nowhere else), more than its capacity of "
+        f"{format_bytes(int(cap[k]))}",
+        hint=f"give {pool!r} at least {int(forced.max())} bytes "
+             f"({format_bytes(int(forced.max()))}), or let pinned tensors move "
+             "(pin_to_fast off)",
+    )
+
+
+def explain_infeasible(graph: Graph, system: MemorySystem, capacities: list[np.ndarray | None],
+                       options: FormulationOptions) -> CapacityError:
+    """The error to raise when a solver proved the model infeasible."""
+    bounded = [f"{p.name!r} ({format_bytes(int(c.min()))})"
+               for p, c in zip(system.pools, capacities, strict=True) if c is not None]
+    forced = forced_fast_nbytes(graph, system, options)
+    return CapacityError(
+        f"no plan of graph {graph.name!r} fits pools {', '.join(bounded)}: the solver proved it "
+        f"(at least {format_bytes(int(forced.max()))} must stay in {system.pools[0].name!r}; "
+        "tensors being copied occupy both pools at once)",
+        hint=f"raise the capacity of {system.pools[0].name!r}; the peak live memory is "
+             f"{format_bytes(int(graph.liveness.peak_nbytes))}",
+    )

@@ -1,0 +1,171 @@
+"""The library API of the ILP planner: graph and memory system in, verified plan out."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any
+
+import attrs
+
+from autotm_core.costs.model import KernelCosts
+from autotm_core.errors import AutotmError, CapacityError, SolverError
+from autotm_core.ilp.infeasible import check_lower_bounds, explain_infeasible
+from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.model import Plan
+
+logger = logging.getLogger(__name__)
+
+OBJECTIVE_RELATIVE_TOLERANCE = 1e-6
+"""Relative difference allowed between the model's objective and the simulated step time."""
+
+
+@attrs.frozen(kw_only=True)
+class PlanResult:
+    """What :func:`plan_graph` produced."""
+
+    plan: Plan
+    """The decoded plan; it passed the verifier."""
+    solve: Any
+    """The solver's :class:`~autotm_core.solvers.SolveResult`."""
+    simulation: Any
+    """The simulator's :class:`~autotm_core.simulation.Simulation` of the plan."""
+    n_variables: int
+    """Variables of the model."""
+    n_binaries: int
+    """Binary variables among them."""
+    n_constraints: int
+    """Rows of the model."""
+    n_nonzeros: int
+    """Nonzero coefficients of the rows."""
+    build_seconds: float
+    """Seconds to generate the model (matrix and Pyomo)."""
+    warm_started: bool
+    """Whether the greedy baseline's plan was offered as a starting solution."""
+    system: MemorySystem
+    """The memory system planned for, with the fast capacity applied."""
+
+    @property
+    def step_seconds(self) -> float:
+        """Predicted step time of the plan."""
+        return float(self.simulation.step_seconds)
+
+
+def plan_graph(
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    fast_capacity_nbytes: int | None = None,
+    formulation: Formulation | str = Formulation.SYNCHRONOUS,
+    solver: str = "highs",
+    time_limit_seconds: float | None = None,
+    relative_gap: float = 0.01,
+    costs: KernelCosts | None = None,
+    options: FormulationOptions | None = None,
+    warm_start: bool = True,
+    log_to_terminal: bool = False,
+) -> PlanResult:
+    """Plan ``graph`` on ``system`` by ILP; the plan is verified and simulated.
+
+    ``fast_capacity_nbytes`` overrides the fastest pool's capacity. ``options``
+    (when given) wins over ``formulation``. Raises :class:`CapacityError` when no plan
+    fits (saying which kernel and the smallest capacity that could), and
+    :class:`SolverError` when the solver finds no plan or the plan's simulated time
+    differs from the model's objective.
+    """
+    from autotm_core.costs import resolve_costs
+    from autotm_core.ilp.decode import decode_plan
+    from autotm_core.ilp.formulation import build_program, resolve_capacities
+    from autotm_core.ilp.lp import pyomo_values, set_pyomo_values, to_pyomo
+    from autotm_core.plans.verify import check_plan
+    from autotm_core.plugins import get_solver
+    from autotm_core.simulation import simulate
+    from autotm_core.solvers import SolverConfig, TerminationCondition
+
+    if fast_capacity_nbytes is not None:
+        system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
+    options = options or FormulationOptions(formulation=formulation)
+    costs = costs if costs is not None else resolve_costs(graph, system)
+    backend = get_solver(solver)
+    capacities = resolve_capacities(graph, system, options.capacities)
+    check_lower_bounds(graph, system, capacities, options)
+
+    started = time.perf_counter()
+    index = build_program(graph, costs, system, options.capacities, options)
+    model = to_pyomo(index.lp)
+    build_seconds = time.perf_counter() - started
+    logger.info("model: %d variables (%d binary), %d rows, %d nonzeros, built in %.2f s",
+                index.lp.n_vars, index.lp.n_binaries, index.lp.n_rows, index.lp.n_nonzeros,
+                build_seconds)
+
+    warm = False
+    if warm_start:
+        start = _greedy_start(index, graph, system)
+        if start is not None:
+            set_pyomo_values(model, start)
+            warm = True
+    config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
+                          log_to_terminal=log_to_terminal, warm_start=warm)
+    result = backend.solve(model, config)
+    result = attrs.evolve(result, build_seconds=build_seconds)
+    if result.termination in (TerminationCondition.INFEASIBLE,
+                              TerminationCondition.INFEASIBLE_OR_UNBOUNDED):
+        raise explain_infeasible(graph, system, capacities, options)
+    if not result.has_solution:
+        raise SolverError(
+            f"solver {result.solver_name!r} found no plan for graph {graph.name!r} "
+            f"({result.termination.value}: {result.message})",
+            hint="give it more time (--time-limit), a larger gap, or more fast memory",
+        )
+    values = pyomo_values(model, index.lp.n_vars)
+    plan = decode_plan(
+        index, values, graph, system, planner=f"ilp/{options.formulation.value}",
+        capacities={p.name: p.capacity_nbytes for p in system.pools},
+        attributes={
+            "objective_seconds": index.objective_seconds(result.objective or 0.0),
+            "bound_seconds": None if result.best_bound is None
+            else index.objective_seconds(result.best_bound),
+            "gap": None if result.gap is None or not math.isfinite(result.gap) else result.gap,
+            "solver": result.solver_name,
+            "termination": result.termination.value,
+            "options": options.to_json(),
+        },
+    )
+    check_plan(plan, graph, system)
+    simulation = simulate(plan, graph, system, costs)
+    _check_objective(index.objective_seconds(result.objective or 0.0),
+                     float(simulation.step_seconds), graph)
+    return PlanResult(plan=plan, solve=result, simulation=simulation,
+                      n_variables=index.lp.n_vars, n_binaries=index.lp.n_binaries,
+                      n_constraints=index.lp.n_rows, n_nonzeros=index.lp.n_nonzeros,
+                      build_seconds=build_seconds, warm_started=warm, system=system)
+
+
+def _greedy_start(index: Any, graph: Graph, system: MemorySystem) -> Any:
+    from autotm_core.baselines import greedy
+    from autotm_core.ilp.warm import warm_start_from_plan
+
+    try:
+        plan = greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes)
+    except AutotmError as exc:
+        logger.info("no warm start: the greedy baseline failed (%s)", exc)
+        return None
+    return warm_start_from_plan(index, plan, graph, system)
+
+
+def _check_objective(objective_seconds: float, simulated_seconds: float, graph: Graph) -> None:
+    # The solver's feasibility tolerance (1e-6 on values in microseconds) allows a few ulps
+    # of slack per kernel; a real mismatch is orders of magnitude larger.
+    tolerance = OBJECTIVE_RELATIVE_TOLERANCE * abs(simulated_seconds) + 1e-9 * len(graph.kernels)
+    if abs(objective_seconds - simulated_seconds) > tolerance:
+        raise SolverError(
+            f"the model's objective for graph {graph.name!r} is {objective_seconds!r} s, but the "
+            f"simulator predicts {simulated_seconds!r} s for the decoded plan",
+            hint="this is a bug in the formulation; please report it with the graph and system",
+        )
+
+
+__all__ = ["CapacityError", "PlanResult", "plan_graph"]
