@@ -10,7 +10,7 @@ from rich.console import Console
 from autotm_core.cli.verify_command import add_plan_arguments
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "simulate", help="predict a plan's step time, moves and memory over time",
         description="Verify a plan, then predict its step time (kernels, sync moves, async moves "

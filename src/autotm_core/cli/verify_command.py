@@ -12,7 +12,7 @@ from autotm_core.cli.info_command import SOURCE_HELP
 SYSTEM_HELP = "a memory-system preset (e.g. optane-2019) or a memory-system file (.json)"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "verify", help="check that a plan follows every rule (exit status 1 if not)",
         description="Check a plan, independently of the planner that made it: tensors are where "

@@ -161,7 +161,7 @@ def _entry_pools(plan: Plan, graph: Graph, pools: dict[str, int], problems: list
     widths = np.diff(ptr)
     before = len(problems)
     placed = np.fromiter(map(len, plan.configs), dtype=np.int64, count=len(plan.configs))
-    for k in np.flatnonzero(placed != widths):
+    for k in np.flatnonzero(placed != widths).tolist():
         problems.append(
             f"configs[{k}]: kernel #{k} ({graph.kernels[k].name!r}) touches {widths[k]} tensors, "
             f"the plan places {placed[k]}"

@@ -12,6 +12,9 @@ live in :mod:`autotm_core.plans.verify_memory`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from autotm_core.errors import PlanError, summarize_problems
@@ -118,7 +121,7 @@ class _Checker:
 
     # -- naming ---------------------------------------------------------------------------
 
-    def kernel(self, k: int) -> str:
+    def kernel(self, k: Any) -> str:
         """``kernel #k ('name')``."""
         k = int(k)
         if 0 <= k < self.n:
@@ -143,7 +146,7 @@ class _Checker:
             f"{tensor!r} from pool {source!r} to {target!r} {kind} {self.kernel(a.move_kernel[i])}"
         )
 
-    def _report(self, bad: BoolArray, message, what: str) -> list[str]:  # type: ignore[no-untyped-def]
+    def _report(self, bad: BoolArray, message: Callable[[int], str], what: str) -> list[str]:
         rows = np.flatnonzero(bad)
         return limited([message(int(i)) for i in rows[:MAX_REPORTED]], len(rows), what)
 

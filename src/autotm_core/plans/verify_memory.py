@@ -64,7 +64,7 @@ def check_capacities(plan: Plan, system: MemorySystem) -> list[str]:
         elif pool.bounded and value is None:
             out.append(f"{where} is unbounded in the plan, but memory system {system.name!r} "
                        f"holds only {has} there")
-        elif pool.bounded and value > (pool.capacity_nbytes or 0):
+        elif pool.bounded and isinstance(value, int) and value > (pool.capacity_nbytes or 0):
             out.append(f"{where} gets {format_bytes(value)} in the plan, more than the {has} "
                        f"memory system {system.name!r} has")
     return out

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from operator import attrgetter
+from typing import Any
 
 import attrs
 import numpy as np
@@ -212,7 +214,7 @@ def simulate(
     )
 
 
-def _loop(engine: Engine):  # type: ignore[no-untyped-def]
+def _loop(engine: Engine) -> Callable[..., tuple[Any, ...]]:
     if engine is Engine.REFERENCE:
         from autotm_core.simulation.reference import simulate_arrays
 
