@@ -75,3 +75,12 @@ __all__ = [
     "save_system",
     "verify_graph",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The ILP planner imports Pyomo when called; keep `import autotm_core` free of it.
+    if name in ("plan_graph", "PlanResult"):
+        from autotm_core.ilp import planner
+
+        return getattr(planner, name)
+    raise AttributeError(f"module 'autotm_core' has no attribute {name!r}")
