@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autotm_core import Graph, MemorySystem
+from autotm_core import CopyLink, Graph, MemorySystem, Pool
 from autotm_core.capacity import with_fast_capacity
 from autotm_core.plans import Plan
 from autotm_core.plans.verify import verify_plan
@@ -19,3 +19,13 @@ def assert_verifies(plan: Plan, graph: Graph, system: MemorySystem, capacity: in
 @pytest.fixture
 def verifies():  # type: ignore[no-untyped-def]
     return assert_verifies
+
+
+@pytest.fixture
+def cheap_moves() -> MemorySystem:
+    """Two pools whose copies are so fast that fetching pays off from the first use."""
+    return MemorySystem(
+        "cheap-moves",
+        pools=(Pool("dram", None, 100e9, 100e9), Pool("pmm", None, 10e9, 10e9)),
+        links=(CopyLink("pmm", "dram", 1e12, 1e12), CopyLink("dram", "pmm", 1e12, 1e12)),
+    )

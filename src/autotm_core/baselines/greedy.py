@@ -1,8 +1,10 @@
 """A greedy planner with synchronous moves: fetch before use, evict the farthest next use.
 
 Kernels are walked in order. Every tensor kernel ``k`` touches is wanted in the
-fast pool: one in slow memory is fetched by a synchronous move before ``k``;
-one born at ``k`` is produced there. When the fast pool would overflow, the
+fast pool: one born at ``k`` is produced there; one in slow memory is fetched by
+a synchronous move before ``k`` when its uses left could repay the copy (at
+least ``copy time / (slow read time - fast read time)`` of them, per byte: 3 on
+the Optane preset), else ``k`` uses it in slow memory. When the fast pool would overflow, the
 residents ``k`` does not touch are evicted, the one whose next use is farthest
 in the future first (Belady's rule). An evicted tensor is written to its slow
 pool by a synchronous move, unless a clean copy is already there: a copy in
@@ -26,6 +28,7 @@ skipped when popped).
 from __future__ import annotations
 
 import heapq
+import math
 
 from autotm_core.baselines.common import Setting, check_fast_fits, setting
 from autotm_core.errors import CapacityError
@@ -84,6 +87,15 @@ class _Walk:
             bool(ok) and (capacity is None or nb <= capacity)
             for ok, nb in zip(s.may_be_fast, self.nbytes, strict=True)
         ]
+        # A fetch pays a blocking copy; each later use in fast memory saves the difference of
+        # reading there rather than in slow memory. Fetch only what has uses enough left.
+        system, fast_pool = s.system, s.system.fast
+        self.min_uses: dict[str, int] = {}
+        for pool in {p for p in self.slow if p != s.fast}:
+            source = system.pool(pool)
+            saved = 1 / source.read_bytes_per_second - 1 / fast_pool.read_bytes_per_second
+            copy = system.copy_seconds(1, system.pool_index(pool), 0, asynchronous=False)
+            self.min_uses[pool] = max(1, math.ceil(copy / saved)) if saved > 0 else 10**9
         n_tensors = len(self.nbytes)
         self.next_ptr = self.use_ptr[:-1]  # per tensor: index of its next use in use_kernels
         self.fast_start = [-1] * n_tensors
@@ -131,7 +143,7 @@ class _Walk:
                     self.slow_start[t] = k
             elif born_here:
                 born.append(t)
-            else:
+            elif self._worth_fetching(t):
                 fetch.append(t)
         if self.capacity is not None:
             over_kernel, over_boundary = self._make_room(k, fetch, born, touched_set)
@@ -148,6 +160,11 @@ class _Walk:
                 self._end_slow(t, k - 1)  # the copy in slow memory is stale from now on
             self.last_touch[t] = k
             self._advance(t, k)
+
+    def _worth_fetching(self, t: int) -> bool:
+        """Whether ``t``'s uses left, all in fast memory, would repay the copy that fetches it."""
+        uses_left = self.use_ptr[t + 1] - self.next_ptr[t]
+        return uses_left >= self.min_uses.get(self.slow[t], 1)
 
     def _make_room(
         self, k: int, fetch: list[int], born: list[int], touched: set[int]

@@ -229,6 +229,21 @@ def two_level_memory(
     ``plan.attributes["predicted_seconds"]`` is the cache model's step time and
     ``["hit_rate"]`` its hit rate (see :class:`CacheResult` for the rest).
     """
+    plan, _ = two_level_plan(graph, system, fast_capacity_nbytes=fast_capacity_nbytes,
+                             line_nbytes=line_nbytes, ways=ways, warm=warm)
+    return plan
+
+
+def two_level_plan(
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    fast_capacity_nbytes: int | None = None,
+    line_nbytes: int = PAGE_NBYTES,
+    ways: int = 1,
+    warm: bool = True,
+) -> tuple[Plan, CacheResult]:
+    """:func:`two_level_memory`'s plan and the whole :class:`CacheResult` (per-kernel times)."""
     s = setting(graph, system, fast_capacity_nbytes)
     check_fast_fits(s, s.exists & s.fast_only, what="2lm",
                     hint="allow those tensors in a slower pool")
@@ -246,5 +261,6 @@ def two_level_memory(
                 Residency(tensor.name, pool, int(live.first[i]), int(live.last[i]), offset)
             )
     logger.info("2lm: hit rate %.3f, predicted %.6f s", result.hit_rate, result.predicted_seconds)
-    return make_plan(graph, s.system, residencies=residencies, planner=PLANNER,
+    plan = make_plan(graph, s.system, residencies=residencies, planner=PLANNER,
                      capacities=s.capacities(), attributes={**result.attributes(), "warm": warm})
+    return plan, result
