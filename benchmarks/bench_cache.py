@@ -1,0 +1,90 @@
+"""Benchmark: the 2LM cache loop and the baselines on a 100,000-kernel graph.
+
+Run ``python benchmarks/bench_cache.py [LAYERS] [BASE_NBYTES]`` (default 33333
+layers of ``examples.networks.training_chain``, i.e. 100,000 kernels, with
+64 KiB base tensors so that the step makes a few million 4 KiB-page accesses).
+Prints the time to compile (or load from cache) the numba loop, the compiled
+loop against the plain-Python reference per access (the reference on a prefix
+of the stream), accesses per second, and the wall time of every baseline at a
+4:1 PMM:DRAM ratio.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from autotm_core import preset
+from autotm_core.baselines import BASELINES, run_baseline
+from autotm_core.baselines.cache_kernels import new_state, reference_cache, run_cache
+from autotm_core.baselines.first_touch import address_layout
+from autotm_core.baselines.two_level import access_stream
+from autotm_core.capacity import fast_capacity
+from autotm_core.examples.networks import training_chain
+
+LINE_NBYTES = 4096
+REFERENCE_ACCESSES = 300_000
+
+
+def main() -> None:
+    layers = int(sys.argv[1]) if len(sys.argv) > 1 else 33333
+    base = int(sys.argv[2]) if len(sys.argv) > 2 else 64 * 1024
+    graph = training_chain(layers, base_nbytes=base)
+    system = preset("optane-2019")
+    live = graph.liveness
+    capacity = fast_capacity(graph, ratio="4:1")
+    print(f"graph {graph.name}: {live.n_kernels:,} kernels, {len(graph.tensors):,} tensors, "
+          f"peak {live.peak_nbytes / 2**20:.1f} MiB, cache (4:1) {capacity / 2**20:.1f} MiB")
+
+    start = time.perf_counter()
+    first_line, n_lines = access_stream(graph, address_layout(graph), LINE_NBYTES)
+    print(f"address layout + access stream: {time.perf_counter() - start:.3f} s, "
+          f"{int(n_lines.sum()):,} page accesses in {len(n_lines):,} entries")
+    reads, writes = live.kernel_reads, live.kernel_writes
+    n_sets = capacity // LINE_NBYTES
+
+    start = time.perf_counter()
+    tiny = np.zeros(1, dtype=np.int64)
+    run_cache(tiny, tiny, reads[:1], writes[:1], 1, 1, *new_state(1, 1), 0)
+    print(f"numba compile or cache load: {time.perf_counter() - start:.3f} s")
+
+    for ways in (1, 4):
+        state = new_state(n_sets // ways, ways)
+        start = time.perf_counter()
+        *_, _clock = run_cache(first_line, n_lines, reads, writes, n_sets // ways, ways, *state, 0)
+        seconds = time.perf_counter() - start
+        accesses = int(n_lines.sum())
+        print(f"numba, {ways}-way: {seconds:.3f} s, {seconds / accesses * 1e9:.2f} ns per access, "
+              f"{accesses / seconds / 1e6:.1f} M accesses/s")
+
+    cut = int(np.searchsorted(np.cumsum(n_lines), REFERENCE_ACCESSES))
+    prefix = int(n_lines[:cut].sum())
+    args = (first_line[:cut].tolist(), n_lines[:cut].tolist(), reads[:cut].tolist(),
+            writes[:cut].tolist(), n_sets, 1)
+    start = time.perf_counter()
+    reference_cache(*args)
+    ref = time.perf_counter() - start
+    state = new_state(n_sets, 1)
+    start = time.perf_counter()
+    run_cache(first_line[:cut], n_lines[:cut], reads[:cut], writes[:cut], n_sets, 1, *state, 0)
+    fast = time.perf_counter() - start
+    print(f"reference on the first {prefix:,} accesses: {ref / prefix * 1e9:.0f} ns per access "
+          f"({prefix / ref / 1e6:.2f} M/s); numba {fast / prefix * 1e9:.2f} ns per access, "
+          f"{ref / fast:.0f}x faster")
+
+    for name in BASELINES:
+        if name == "all-fast":
+            continue
+        start = time.perf_counter()
+        plan = run_baseline(name, graph, system, fast_capacity_nbytes=capacity)
+        extra = ""
+        if name == "2lm":
+            extra = (f", hit rate {plan.attributes['hit_rate']:.3f}, predicted "
+                     f"{plan.attributes['predicted_seconds']:.3f} s")
+        print(f"baseline {name}: {time.perf_counter() - start:.2f} s{extra}")
+
+
+if __name__ == "__main__":
+    main()
