@@ -56,27 +56,83 @@ _FEASIBLE_SOLUTION = 2
 """HiGHS's ``kSolutionStatusFeasible``."""
 
 
-def _highs_lp(form: MatrixForm) -> Any:
+@attrs.frozen(kw_only=True)
+class MatrixProblem:
+    """``min/max cost @ x + offset`` subject to ``row_lower <= A @ x <= row_upper``, as arrays.
+
+    What :func:`solve_matrix` hands to HiGHS; infinite bounds may be ``+-inf``.
+    """
+
+    cost: Any
+    """Objective coefficients (NumPy float array, one per column)."""
+    col_lower: Any
+    """Lower bound of each column."""
+    col_upper: Any
+    """Upper bound of each column."""
+    is_integer: Any
+    """Boolean array: whether each column is integer."""
+    start: Any
+    """Row starts of ``A`` in compressed sparse row form (``n_rows + 1`` entries)."""
+    index: Any
+    """Column of each nonzero."""
+    value: Any
+    """Coefficient of each nonzero."""
+    row_lower: Any
+    """Lower bound of each row."""
+    row_upper: Any
+    """Upper bound of each row."""
+    offset: float = 0.0
+    """Constant term of the objective."""
+    maximize: bool = False
+    """Whether the objective is maximised."""
+    name: str = "model"
+    """Name used in messages."""
+
+    @property
+    def n_columns(self) -> int:
+        """Columns (variables)."""
+        return len(self.cost)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows (constraints)."""
+        return len(self.row_lower)
+
+    @property
+    def n_binaries(self) -> int:
+        """Integer columns bounded to [0, 1]."""
+        binary = self.is_integer & (self.col_lower >= 0) & (self.col_upper <= 1)
+        return int(binary.sum())
+
+
+def _problem_from_form(form: MatrixForm, name: str) -> MatrixProblem:
+    return MatrixProblem(
+        cost=form.cost, col_lower=form.col_lower, col_upper=form.col_upper,
+        is_integer=form.is_integer, start=form.matrix.indptr, index=form.matrix.indices,
+        value=form.matrix.data, row_lower=form.row_lower, row_upper=form.row_upper,
+        offset=form.offset, maximize=form.maximize, name=name,
+    )
+
+
+def _highs_lp(problem: MatrixProblem) -> Any:
     import highspy
     import numpy as np
 
     lp = highspy.HighsLp()
-    lp.num_col_ = len(form.columns)
-    lp.num_row_ = form.matrix.shape[0]
-    lp.col_cost_ = form.cost
-    lp.offset_ = form.offset
-    lp.sense_ = highspy.ObjSense.kMaximize if form.maximize else highspy.ObjSense.kMinimize
-    lp.col_lower_ = np.maximum(form.col_lower, -highspy.kHighsInf)
-    lp.col_upper_ = np.minimum(form.col_upper, highspy.kHighsInf)
-    lp.row_lower_ = np.maximum(form.row_lower, -highspy.kHighsInf)
-    lp.row_upper_ = np.minimum(form.row_upper, highspy.kHighsInf)
+    lp.num_col_ = problem.n_columns
+    lp.num_row_ = problem.n_rows
+    lp.col_cost_ = np.asarray(problem.cost, dtype=np.float64)
+    lp.offset_ = float(problem.offset)
+    lp.sense_ = highspy.ObjSense.kMaximize if problem.maximize else highspy.ObjSense.kMinimize
+    inf = highspy.kHighsInf
+    lp.col_lower_ = np.clip(problem.col_lower, -inf, inf)
+    lp.col_upper_ = np.clip(problem.col_upper, -inf, inf)
+    lp.row_lower_ = np.clip(problem.row_lower, -inf, inf)
+    lp.row_upper_ = np.clip(problem.row_upper, -inf, inf)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.start_ = form.matrix.indptr
-    lp.a_matrix_.index_ = form.matrix.indices
-    lp.a_matrix_.value_ = form.matrix.data
-    if form.is_integer.any():
-        integer, continuous = highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous
-        lp.integrality_ = [integer if flag else continuous for flag in form.is_integer]
+    lp.a_matrix_.start_ = np.asarray(problem.start, dtype=np.int32)
+    lp.a_matrix_.index_ = np.asarray(problem.index, dtype=np.int32)
+    lp.a_matrix_.value_ = np.asarray(problem.value, dtype=np.float64)
     return lp
 
 
@@ -136,80 +192,113 @@ class HighsSolver:
 
     def solve(self, model: Any, config: SolverConfig | None = None) -> SolveResult:
         """Solve ``model`` with HiGHS (see :meth:`autotm_core.solvers.Solver.solve`)."""
-        import highspy
-
         config = SolverConfig() if config is None else config
         started = time.perf_counter()
         form = to_matrix(model)
-        highs = _new_highs()
-        log_fd, log_path = tempfile.mkstemp(prefix="autotm-highs-", suffix=".log")
-        os.close(log_fd)
-        try:
-            _set_option(highs, "output_flag", True)
-            _set_option(highs, "log_to_console", config.log_to_terminal)
-            _set_option(highs, "log_file", log_path)
-            if config.time_limit_seconds is not None:
-                _set_option(highs, "time_limit", float(config.time_limit_seconds))
-            _set_option(highs, "mip_rel_gap", float(config.relative_gap))
-            if config.threads is not None:
-                _set_option(highs, "threads", config.threads)
-            for key, value in config.options.items():
-                _set_option(highs, key, value)
-            if highs.passModel(_highs_lp(form)) == highspy.HighsStatus.kError:
-                raise SolverError(f"HiGHS could not load model {model.name!r}",
-                                  hint="see the HiGHS log with log_to_terminal=True")
-            if config.warm_start:
-                _offer_start(highs, form)
-            handed_off = time.perf_counter()
-            interrupted = _run_interruptibly(highs)
-            solved = time.perf_counter()
-            with open(log_path, encoding="utf-8", errors="replace") as stream:
-                log_text = stream.read()
-        finally:
-            os.unlink(log_path)
-        result = self._result(highs, form, interrupted=interrupted, log_text=log_text,
-                              config=config)
-        loaded = time.perf_counter()
-        return attrs.evolve(result, handoff_seconds=(handed_off - started) + (loaded - solved),
-                            solve_seconds=solved - handed_off)
+        start = form.start_values() if config.warm_start else None
+        compiled = time.perf_counter() - started
+        result, values = solve_matrix(_problem_from_form(form, model.name), config=config,
+                                      start=start)
+        loading = time.perf_counter()
+        if values is not None:
+            form.load(values)
+        loaded = time.perf_counter() - loading
+        return attrs.evolve(result, handoff_seconds=result.handoff_seconds + compiled + loaded)
 
-    def _result(self, highs: Any, form: MatrixForm, *, interrupted: bool, log_text: str,
-                config: SolverConfig) -> SolveResult:
-        status_name = highs.getModelStatus().name
-        termination = _TERMINATION_BY_MODEL_STATUS.get(status_name, TerminationCondition.UNKNOWN)
-        if interrupted:
-            termination = TerminationCondition.INTERRUPTED
-        info = highs.getInfo()
-        has_solution = info.primal_solution_status == _FEASIBLE_SOLUTION
-        objective = best_bound = None
-        if has_solution:
-            form.load(highs.getSolution().col_value)
-            objective = info.objective_function_value
-            if form.is_integer.any():
-                best_bound = info.mip_dual_bound if math.isfinite(info.mip_dual_bound) else None
-            elif termination is TerminationCondition.OPTIMAL:
-                best_bound = objective
-        if termination is TerminationCondition.INTERRUPTED and not has_solution:
-            raise SolverError(
-                "HiGHS was interrupted (Ctrl-C) before it found any feasible solution",
-                hint="let it run longer, or set a time limit to get the best plan found in time",
-            )
-        termination, status = settle_status(termination, has_solution=has_solution,
-                                            objective=objective, best_bound=best_bound)
-        return SolveResult(
-            solver_name=self.name, solver_version=highs.version(), termination=termination,
-            status=status, objective=objective, best_bound=best_bound,
-            n_variables=len(form.columns), n_binaries=form.n_binaries,
-            n_constraints=form.matrix.shape[0], log=log_text, message=status_name,
-        )
+    def solve_matrix(self, problem: MatrixProblem, config: SolverConfig | None = None,
+                     start: Any = None) -> tuple[SolveResult, Any]:
+        """Solve ``problem`` given as arrays; see :func:`solve_matrix`."""
+        return solve_matrix(problem, config=SolverConfig() if config is None else config,
+                            start=start)
 
 
-def _offer_start(highs: Any, form: MatrixForm) -> None:
-    """Give HiGHS the values set on the model (a partial start is completed by HiGHS)."""
+def solve_matrix(problem: MatrixProblem, *, config: SolverConfig,
+                 start: Any = None) -> tuple[SolveResult, Any]:
+    """Solve ``problem`` with HiGHS; the result and the solution values (``None`` without one).
+
+    ``start`` (values per column, NaN where unknown) is offered as a starting solution
+    when ``config.warm_start``. Time limit, gap, threads, native options and Ctrl-C
+    behave as for :meth:`HighsSolver.solve`.
+    """
     import highspy
     import numpy as np
 
-    values = form.start_values()
+    started = time.perf_counter()
+    highs = _new_highs()
+    log_fd, log_path = tempfile.mkstemp(prefix="autotm-highs-", suffix=".log")
+    os.close(log_fd)
+    try:
+        _set_option(highs, "output_flag", True)
+        _set_option(highs, "log_to_console", config.log_to_terminal)
+        _set_option(highs, "log_file", log_path)
+        if config.time_limit_seconds is not None:
+            _set_option(highs, "time_limit", float(config.time_limit_seconds))
+        _set_option(highs, "mip_rel_gap", float(config.relative_gap))
+        if config.threads is not None:
+            _set_option(highs, "threads", config.threads)
+        for key, value in config.options.items():
+            _set_option(highs, key, value)
+        if highs.passModel(_highs_lp(problem)) == highspy.HighsStatus.kError:
+            raise SolverError(f"HiGHS could not load model {problem.name!r}",
+                              hint="see the HiGHS log with log_to_terminal=True")
+        integer = np.flatnonzero(problem.is_integer).astype(np.int32)
+        if integer.size:
+            kinds = np.full(integer.size, highspy.HighsVarType.kInteger.value, dtype=np.uint8)
+            highs.changeColsIntegrality(int(integer.size), integer, kinds)
+        if config.warm_start and start is not None:
+            _offer_start(highs, np.asarray(start, dtype=np.float64))
+        handed_off = time.perf_counter()
+        interrupted = _run_interruptibly(highs)
+        solved = time.perf_counter()
+        with open(log_path, encoding="utf-8", errors="replace") as stream:
+            log_text = stream.read()
+    finally:
+        os.unlink(log_path)
+    result, values = _result(highs, problem, interrupted=interrupted, log_text=log_text)
+    loaded = time.perf_counter()
+    result = attrs.evolve(result, handoff_seconds=(handed_off - started) + (loaded - solved),
+                          solve_seconds=solved - handed_off)
+    return result, values
+
+
+def _result(highs: Any, problem: MatrixProblem, *, interrupted: bool,
+            log_text: str) -> tuple[SolveResult, Any]:
+    import numpy as np
+
+    status_name = highs.getModelStatus().name
+    termination = _TERMINATION_BY_MODEL_STATUS.get(status_name, TerminationCondition.UNKNOWN)
+    if interrupted:
+        termination = TerminationCondition.INTERRUPTED
+    info = highs.getInfo()
+    has_solution = info.primal_solution_status == _FEASIBLE_SOLUTION
+    objective = best_bound = values = None
+    if has_solution:
+        values = np.asarray(highs.getSolution().col_value, dtype=np.float64)
+        objective = info.objective_function_value
+        if problem.is_integer.any():
+            best_bound = info.mip_dual_bound if math.isfinite(info.mip_dual_bound) else None
+        elif termination is TerminationCondition.OPTIMAL:
+            best_bound = objective
+    if termination is TerminationCondition.INTERRUPTED and not has_solution:
+        raise SolverError(
+            "HiGHS was interrupted (Ctrl-C) before it found any feasible solution",
+            hint="let it run longer, or set a time limit to get the best plan found in time",
+        )
+    termination, status = settle_status(termination, has_solution=has_solution,
+                                        objective=objective, best_bound=best_bound)
+    return SolveResult(
+        solver_name="highs", solver_version=highs.version(), termination=termination,
+        status=status, objective=objective, best_bound=best_bound,
+        n_variables=problem.n_columns, n_binaries=problem.n_binaries,
+        n_constraints=problem.n_rows, log=log_text, message=status_name,
+    ), values
+
+
+def _offer_start(highs: Any, values: Any) -> None:
+    """Give HiGHS the ``values`` known (NaN elsewhere); HiGHS completes a partial start."""
+    import highspy
+    import numpy as np
+
     known = np.flatnonzero(~np.isnan(values)).astype(np.int32)
     if known.size == 0:
         return
