@@ -1,0 +1,180 @@
+"""Pictures of plans and sweeps, drawn with matplotlib (the optional ``plots`` extra).
+
+- :func:`memory_figure`: bytes in each pool over kernels, the capacity line, moves marked;
+- :func:`kernel_time_figure`: per-kernel time, split into run time, the part of async moves
+  not hidden by the kernel, and sync moves before it;
+- :func:`tradeoff_figure`: slowdown against fast-memory size, one line per planner, knee marked.
+
+Each returns a matplotlib ``Figure``; :func:`save_figure` writes PNG or SVG (by suffix) and
+:func:`figure_svg` gives the SVG text to inline in HTML. matplotlib is imported when a
+function is called, never with this module, and its absence is one clear error.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autotm_core.errors import UsageError
+from autotm_core.plans.model import Plan
+from autotm_core.simulation import Simulation
+from autotm_core.units import format_bytes
+
+FORMATS = ("png", "svg")
+"""File types :func:`save_figure` writes."""
+
+_INSTALL_HINT = "install the plotting extra: pip install autotm-core[plots]"
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend; a clear error when missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("pictures need matplotlib, which is not installed",
+                         hint=_INSTALL_HINT) from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def memory_figure(sim: Simulation, plan: Plan | None = None, *, title: str = "") -> Any:
+    """Bytes in each pool over kernels with its capacity line; moves of ``plan`` marked."""
+    plt = pyplot()
+    n_pools = len(sim.pool_names)
+    fig, axes = plt.subplots(n_pools, 1, figsize=(9, 2.4 * n_pools + 0.6), sharex=True,
+                             squeeze=False)
+    x = np.arange(sim.n_kernels)
+    unit, scale = _byte_unit(max(int(sim.pool_nbytes.max(initial=0)),
+                                 *[c or 0 for c in sim.capacities], 1))
+    for p, ax in enumerate(axes[:, 0]):
+        ax.fill_between(x, sim.pool_nbytes[p] / scale, step="mid", alpha=0.5, color=f"C{p}")
+        ax.step(x, sim.pool_nbytes[p] / scale, where="mid", color=f"C{p}", linewidth=1)
+        capacity = sim.capacities[p]
+        if capacity is not None and capacity <= 4 * max(int(sim.peak_nbytes[p]), 1):
+            ax.axhline(capacity / scale, color="red", linestyle="--", linewidth=1,
+                       label=f"capacity {format_bytes(capacity)}")
+        if plan is not None:
+            _mark_moves(ax, plan, sim.pool_names[p])
+        ax.set_ylabel(f"{sim.pool_names[p]} ({unit})")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        handles, _ = ax.get_legend_handles_labels()
+        if handles:
+            ax.legend(loc="upper right", fontsize="small")
+    axes[-1, 0].set_xlabel("kernel")
+    fig.suptitle(title or f"memory over time: {sim.planner or 'plan'} for {sim.graph} "
+                 f"on {sim.system}")
+    fig.tight_layout()
+    return fig
+
+
+def _mark_moves(ax: Any, plan: Plan, pool: str) -> None:
+    """Ticks at the bottom of the pool's axes: ▲ moves into the pool, ▼ moves out of it."""
+    into = sorted({m.kernel for m in plan.moves if m.target == pool})
+    out = sorted({m.kernel for m in plan.moves if m.source == pool})
+    transform = ax.get_xaxis_transform()
+    if into:
+        ax.plot(into, [0.03] * len(into), "^", color="green", markersize=4, transform=transform,
+                label=f"moves in ({sum(m.target == pool for m in plan.moves)})")
+    if out:
+        ax.plot(out, [0.03] * len(out), "v", color="purple", markersize=4, transform=transform,
+                label=f"moves out ({sum(m.source == pool for m in plan.moves)})")
+
+
+def kernel_time_figure(sim: Simulation, *, title: str = "") -> Any:
+    """Stacked bars per kernel: run time, unhidden async move time, sync moves before it."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    x = np.arange(sim.n_kernels)
+    unit, scale = _seconds_unit(float((sim.effective_seconds + sim.sync_seconds).max(initial=0)))
+    run = sim.kernel_seconds / scale
+    unhidden = (sim.effective_seconds - sim.kernel_seconds) / scale
+    sync = sim.sync_seconds / scale
+    ax.bar(x, run, width=1.0, label="kernel", color="C0")
+    ax.bar(x, unhidden, bottom=run, width=1.0, label="async moves not hidden", color="C1")
+    ax.bar(x, sync, bottom=run + unhidden, width=1.0, label="sync moves before", color="C3")
+    ax.set_xlabel("kernel")
+    ax.set_ylabel(f"time ({unit})")
+    ax.legend(loc="upper right", fontsize="small")
+    ax.grid(alpha=0.3, axis="y")
+    ax.set_title(title or f"time per kernel: {sim.planner or 'plan'}, step "
+                 f"{sim.step_seconds / scale:.4g} {unit}")
+    fig.tight_layout()
+    return fig
+
+
+def tradeoff_figure(
+    curves: Mapping[str, Sequence[tuple[int, float]]],
+    *,
+    knee: tuple[int, float] | None = None,
+    budget: float | None = None,
+    title: str = "",
+) -> Any:
+    """Slowdown against fast-memory bytes, one line per planner; the knee and budget marked.
+
+    ``curves`` maps a planner name to (fast capacity in bytes, slowdown) points.
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    top = max([c for pts in curves.values() for c, _ in pts] + [1])
+    unit, scale = _byte_unit(top)
+    for i, (name, points) in enumerate(curves.items()):
+        pts = sorted(points)
+        if pts:
+            ax.plot([c / scale for c, _ in pts], [s for _, s in pts], "o-", color=f"C{i}",
+                    label=name, markersize=4)
+    if knee is not None:
+        ax.plot([knee[0] / scale], [knee[1]], "*", color="red", markersize=16, zorder=5,
+                label=f"knee: {format_bytes(knee[0])}, {knee[1]:.3g}x")
+    if budget is not None:
+        ax.axhline(budget, color="grey", linestyle=":", label=f"budget {budget:.3g}x")
+    ax.set_xlabel(f"fast memory ({unit})")
+    ax.set_ylabel("slowdown vs all in fast memory")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title(title or "trade-off: slowdown against fast-memory size")
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
+    """Write ``fig`` as PNG or SVG (by ``path``'s suffix) and close it."""
+    out = Path(path)
+    kind = out.suffix.lower().lstrip(".")
+    if kind not in FORMATS:
+        raise UsageError(f"cannot write a picture to {str(out)!r}: unknown type {kind!r}",
+                         hint=f"name the file with one of {', '.join('.' + f for f in FORMATS)}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, format=kind, dpi=110)
+    pyplot().close(fig)
+    return out
+
+
+def figure_svg(fig: Any) -> str:
+    """The SVG text of ``fig`` (without the XML prolog, ready to inline in HTML); closes it."""
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg")
+    pyplot().close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _byte_unit(top: int) -> tuple[str, float]:
+    for unit, scale in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+        if top >= scale:
+            return unit, scale
+    return "B", 1.0
+
+
+def _seconds_unit(top: float) -> tuple[str, float]:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if top >= scale:
+            return unit, scale
+    return "ns", 1e-9

@@ -1,0 +1,26 @@
+"""Sweeps: plan a graph over fast-memory limits, planners and graphs; trade-off curves.
+
+Nothing here imports a solver or Dask until a point is planned or a cluster is used.
+"""
+
+from autotm_core.sweep.knee import find_knee
+from autotm_core.sweep.point import PointResult, SweepPoint, run_point
+from autotm_core.sweep.price import PAPER_PRICE_RATIO, PriceModel
+from autotm_core.sweep.results import Curve, SweepResults, load_results, save_results, write_csv
+from autotm_core.sweep.run import run_sweep, sweep_points
+
+__all__ = [
+    "PAPER_PRICE_RATIO",
+    "Curve",
+    "PointResult",
+    "PriceModel",
+    "SweepPoint",
+    "SweepResults",
+    "find_knee",
+    "load_results",
+    "run_point",
+    "run_sweep",
+    "save_results",
+    "sweep_points",
+    "write_csv",
+]

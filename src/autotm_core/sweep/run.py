@@ -1,0 +1,107 @@
+"""Running a sweep: every point once, finished points checkpointed, resumable.
+
+Points run one after another in this process, or on any ``concurrent.futures``
+executor (:mod:`autotm_core.sweep.parallel` makes local-process and Dask ones);
+either way the results come back in the sweep's order and are the same. Each
+ILP point is warm-started by the planner (the greedy baseline's plan, offered
+to the solver). With a results file, every finished point is written to it at
+once; a rerun with the same file skips the points already in it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from autotm_core.errors import UsageError
+from autotm_core.sweep.point import PointResult, SweepPoint, check_planner, run_point
+from autotm_core.sweep.results import SweepResults, load_results, save_results
+
+logger = logging.getLogger(__name__)
+
+
+def sweep_points(
+    *,
+    graphs: Sequence[str],
+    system: str,
+    planners: Sequence[str],
+    limits: Sequence[str],
+    solver: str = "highs",
+    time_limit_seconds: float | None = None,
+    relative_gap: float = 0.01,
+) -> list[SweepPoint]:
+    """Every (graph, planner, limit) point, graph-major, limits in the order given."""
+    if not graphs or not planners or not limits:
+        raise UsageError("a sweep needs at least one graph, one planner and one limit",
+                         hint="e.g. --ratios 1:1,4:1,8:1 --planners synchronous,first-touch")
+    for planner in planners:
+        check_planner(planner)
+    return [SweepPoint(graph=g, system=system, planner=p, limit=lim, solver=solver,
+                       time_limit_seconds=time_limit_seconds, relative_gap=relative_gap)
+            for g, p, lim in itertools.product(graphs, planners, limits)]
+
+
+def run_sweep(
+    points: Sequence[SweepPoint],
+    *,
+    results_path: str | os.PathLike[str] | None = None,
+    executor: concurrent.futures.Executor | None = None,
+    on_result: Callable[[PointResult, bool], None] | None = None,
+) -> SweepResults:
+    """Plan every point; ``on_result(result, resumed)`` is called as each one is known.
+
+    On KeyboardInterrupt the points finished so far are kept (and written) and
+    the returned results say ``interrupted``.
+    """
+    known: dict[str, PointResult] = {}
+    if results_path is not None and Path(results_path).exists():
+        known = {r.point.key: r for r in load_results(results_path)}
+    done: dict[str, PointResult] = {}
+    for p in points:
+        if p.key in known:
+            done[p.key] = known[p.key]
+            if on_result:
+                on_result(known[p.key], True)
+    todo = [p for p in points if p.key not in done]
+    if todo:
+        logger.info("sweep: %d points to plan, %d resumed", len(todo), len(done))
+
+    def finished(result: PointResult) -> None:
+        done[result.point.key] = result
+        if results_path is not None:
+            save_results(results_path, _merged(known, done))
+        if on_result:
+            on_result(result, False)
+
+    interrupted = False
+    try:
+        if executor is None:
+            for p in todo:
+                finished(run_point(p))
+        else:
+            _run_on(executor, todo, finished)
+    except KeyboardInterrupt:
+        interrupted = True
+        logger.warning("sweep interrupted: %d of %d points finished", len(done), len(points))
+    ordered = [done[p.key] for p in points if p.key in done]
+    return SweepResults(points=ordered, interrupted=interrupted, n_planned=len(points))
+
+
+def _run_on(executor: concurrent.futures.Executor, todo: Iterable[SweepPoint],
+            finished: Callable[[PointResult], None]) -> None:
+    futures = [executor.submit(run_point, p) for p in todo]
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            finished(future.result())
+    finally:
+        for future in futures:
+            future.cancel()
+
+
+def _merged(known: dict[str, PointResult], done: dict[str, PointResult]) -> list[PointResult]:
+    """Points of the file not in this sweep, then this sweep's: nothing finished is dropped."""
+    return [r for k, r in known.items() if k not in done] + list(done.values())
