@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.profiler.helpers import key
 
@@ -63,6 +63,7 @@ def test_restricted_configurations() -> None:
     assert cut and rows.tolist() == [[0, 0, 1], [0, 1, 1]]
 
 
+@settings(max_examples=50)
 @given(st.lists(st.sets(st.integers(0, 2), min_size=1), min_size=0, max_size=6),
        st.integers(1, 40))
 def test_configurations_respect_allowed_pools(allowed_sets, max_configs) -> None:
