@@ -75,6 +75,11 @@ def storage_key(tensor: torch.Tensor) -> Any:
     return StorageWeakRef(tensor.untyped_storage())
 
 
+def storage_expired(key: Any) -> bool:
+    """Whether the storage a :func:`storage_key` was taken of has been freed."""
+    return bool(key.expired())
+
+
 def storage_nbytes(tensor: torch.Tensor) -> int:
     """Bytes of the whole storage under ``tensor`` (not its logical size)."""
     return int(tensor.untyped_storage().nbytes())

@@ -10,6 +10,7 @@ before the traced step (they are inputs of the step, as in real training).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -75,12 +76,24 @@ def _rebuild(optimizer: torch.optim.Optimizer, fake_of: Mapping[torch.Tensor, to
             params.append(fake_of[param])
         groups.append({**group, "params": params})
     try:
-        return type(optimizer)(groups, **optimizer.defaults)
+        return type(optimizer)(groups, **_constructor_defaults(optimizer))
     except TypeError as exc:
         raise PluginError(
             f"cannot rebuild optimizer {type(optimizer).__name__} over fake tensors: {exc}",
             hint="pass its class or a callable params -> optimizer instead of an instance",
         ) from None
+
+
+def _constructor_defaults(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """``optimizer.defaults`` less the keys its constructor does not take.
+
+    AdamW records ``decoupled_weight_decay`` among its defaults (from Adam) but does
+    not accept it; each group keeps its own value anyway.
+    """
+    parameters = inspect.signature(type(optimizer).__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return dict(optimizer.defaults)
+    return {k: v for k, v in optimizer.defaults.items() if k in parameters}
 
 
 def initialise_state(optimizer: torch.optim.Optimizer, mode: Any) -> None:
