@@ -1,0 +1,222 @@
+"""Plans whose tensors fit at real addresses: solve, pack, tighten where it overflows, re-solve.
+
+The ILP bounds the bytes in each capacity-limited pool at each kernel; it does not
+see addresses. :func:`plan_with_addresses` packs every solved plan with
+:func:`autotm_core.addresses.assign_offsets`. When a pool's packing overflows, it
+lowers that pool's per-kernel limit around each overflowing kernel (+-
+:data:`WINDOW_KERNELS` kernels, as AutoTM did) by at least the bytes the packing
+ran over there, and solves again. The plan it returns carries an offset for every
+residency of every bounded pool and passes the verifier: it fits by construction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+
+from autotm_core.errors import CapacityError, UsageError
+from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.model import Plan
+from autotm_core.units import PAGE_NBYTES, format_bytes, round_up
+
+logger = logging.getLogger(__name__)
+
+WINDOW_KERNELS = 10
+"""Kernels on each side of an overflowing kernel whose limit is lowered too (AutoTM's +-10)."""
+
+DEFAULT_MAX_ROUNDS = 8
+"""Solves tried before :func:`plan_with_addresses` gives up."""
+
+
+@attrs.frozen(kw_only=True)
+class FitRound:
+    """One solve of the address-fitting loop and how its plan packed."""
+
+    round: int = attrs.field(validator=attrs.validators.ge(1))
+    """Position of the round, from 1."""
+    step_seconds: float
+    """Predicted step time of the round's plan."""
+    fits: bool
+    """Whether the round's plan packed inside every bounded pool."""
+    fragmentation_nbytes: int = attrs.field(validator=attrs.validators.ge(0))
+    """Bytes the packing wasted over the lower bounds, summed over the bounded pools."""
+    overflow_nbytes: int = attrs.field(validator=attrs.validators.ge(0))
+    """Largest excess over a capacity (0 when it fits)."""
+    overflow_kernels: int = attrs.field(validator=attrs.validators.ge(0))
+    """Kernels at which some packing ran over its capacity."""
+    seconds: float = attrs.field(validator=attrs.validators.ge(0))
+    """Model build, hand-off and solve seconds of the round."""
+
+
+@attrs.frozen(kw_only=True)
+class FittedPlan:
+    """What :func:`plan_with_addresses` produced."""
+
+    plan: Plan
+    """The final plan: with offsets in every bounded pool when :attr:`fits` (verified)."""
+    result: Any
+    """The last round's :class:`~autotm_core.ilp.planner.PlanResult` (solve, simulation, model
+    size)."""
+    assignment: Any
+    """The last round's :class:`~autotm_core.addresses.OffsetAssignment`."""
+    rounds: tuple[FitRound, ...] = attrs.field(converter=tuple)
+    """Every round, in order."""
+    limits: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
+    """Per-kernel limits the last round solved under, for the pools the loop tightened."""
+    warm_started_rounds: bool = False
+    """Whether re-solves started from the previous round's plan. ``plan_graph`` does not take a
+    starting plan yet, so each round starts from the greedy baseline's plan, as the first."""
+
+    @property
+    def fits(self) -> bool:
+        """Whether the plan carries addresses inside every bounded pool's capacity."""
+        return bool(self.assignment.fits)
+
+    @property
+    def fragmentation_nbytes(self) -> int:
+        """Bytes the final packing wastes over the lower bounds (all bounded pools)."""
+        return int(self.assignment.fragmentation_nbytes)
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the last solve was interrupted (Ctrl-C), which ended the loop."""
+        from autotm_core.solvers import TerminationCondition
+
+        return self.result.solve.termination is TerminationCondition.INTERRUPTED
+
+
+def tighten(limits: np.ndarray, used_nbytes: np.ndarray, kernels: tuple[int, ...],
+            excess_nbytes: tuple[int, ...], *, floor_nbytes: np.ndarray | None = None,
+            window_kernels: int = WINDOW_KERNELS, page_nbytes: int = PAGE_NBYTES) -> np.ndarray:
+    """Per-kernel limits lowered around each overflowing kernel by at least its excess.
+
+    Every kernel within ``window_kernels`` of an overflowing kernel ``k`` loses at least
+    ``excess_nbytes`` of ``k`` (rounded up to pages), counted from the smaller of its limit
+    and what the plan held there (``used_nbytes``), so that the last plan is cut off; no
+    limit drops under ``floor_nbytes`` (what must stay in the pool whatever the plan).
+    """
+    n = len(limits)
+    cut = np.zeros(n, dtype=np.int64)
+    for k, excess in zip(kernels, excess_nbytes, strict=True):
+        lo, hi = max(0, int(k) - window_kernels), min(n, int(k) + window_kernels + 1)
+        cut[lo:hi] = np.maximum(cut[lo:hi], round_up(int(excess), page_nbytes))
+    touched = cut > 0
+    out = np.asarray(limits, dtype=np.int64).copy()
+    start = np.minimum(out, np.asarray(used_nbytes, dtype=np.int64))
+    lowered = np.maximum(start - cut, 0)
+    if floor_nbytes is not None:
+        lowered = np.maximum(lowered, np.asarray(floor_nbytes, dtype=np.int64))
+    out[touched] = np.minimum(out[touched], lowered[touched])
+    return out
+
+
+def plan_with_addresses(
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    alignment_nbytes: int = PAGE_NBYTES,
+    window_kernels: int = WINDOW_KERNELS,
+    on_round: Callable[[FitRound], None] | None = None,
+    **plan_graph_kwargs: Any,
+) -> FittedPlan:
+    """Plan ``graph`` by ILP (see :func:`~autotm_core.ilp.planner.plan_graph`, which gets
+    ``plan_graph_kwargs``) and give every tensor in a bounded pool an address that fits.
+
+    ``on_round`` is called after each round (for progress). The loop ends when the
+    packing fits, or after an interrupted solve (Ctrl-C: the plan is returned without
+    addresses when it did not fit). Raises :class:`CapacityError` when ``max_rounds``
+    solves did not give a plan that packs, or when tightening left no plan at all.
+    """
+    from autotm_core.addresses import assign_offsets
+    from autotm_core.ilp.formulation import resolve_capacities
+    from autotm_core.ilp.infeasible import forced_fast_nbytes
+    from autotm_core.ilp.planner import plan_graph
+    from autotm_core.plans.verify import check_plan
+
+    if max_rounds < 1:
+        raise UsageError(f"max_rounds is {max_rounds}", hint="give at least 1 round")
+    formulation = plan_graph_kwargs.pop("formulation", Formulation.SYNCHRONOUS)
+    options = plan_graph_kwargs.pop("options", None) or FormulationOptions(formulation=formulation)
+    fast = plan_graph_kwargs.pop("fast_capacity_nbytes", None)
+    if fast is not None:
+        system = system.with_capacity(system.fast.name, int(fast))
+    base = resolve_capacities(graph, system, options.capacities)
+    limits: dict[str, np.ndarray] = {}
+    rounds: list[FitRound] = []
+    floor = None
+    for number in range(1, max_rounds + 1):
+        capacities = {**options.capacities, **{p: tuple(int(v) for v in a)
+                                                for p, a in limits.items()}}
+        try:
+            result = plan_graph(graph, system, options=attrs.evolve(options, capacities=capacities),
+                                **plan_graph_kwargs)
+        except CapacityError as exc:
+            if not limits:
+                raise
+            raise _gave_up(graph, rounds, f"tightening left no plan ({exc.message})") from exc
+        assignment = assign_offsets(result.plan, graph, result.system,
+                                    alignment_nbytes=alignment_nbytes)
+        solve = result.solve
+        fit = FitRound(
+            round=number, step_seconds=result.step_seconds, fits=assignment.fits,
+            fragmentation_nbytes=int(assignment.fragmentation_nbytes),
+            overflow_nbytes=max((o.overflow_nbytes for o in assignment.overflows), default=0),
+            overflow_kernels=len({k for o in assignment.overflows for k in o.kernels}),
+            seconds=solve.build_seconds + solve.handoff_seconds + solve.solve_seconds,
+        )
+        rounds.append(fit)
+        logger.info("address fitting, round %d: %s", number,
+                    "fits" if fit.fits else f"overflows by {format_bytes(fit.overflow_nbytes)} "
+                    f"at {fit.overflow_kernels} kernels")
+        if on_round is not None:
+            on_round(fit)
+        done = FittedPlan(plan=assignment.plan, result=result, assignment=assignment,
+                          rounds=rounds, limits={p: tuple(int(v) for v in a)
+                                                 for p, a in limits.items()})
+        if assignment.fits:
+            check_plan(assignment.plan, graph, result.system)
+            return done
+        if done.interrupted:
+            logger.warning("interrupted: the plan is kept without addresses (it did not pack)")
+            return done
+        if number == max_rounds:
+            break
+        if floor is None:
+            floor = forced_fast_nbytes(graph, system, options)
+        for overflow in assignment.overflows:
+            p = system.pool_index(overflow.pool)
+            current = limits.get(overflow.pool)
+            if current is None:
+                current = base[p]
+            limits[overflow.pool] = tighten(
+                current, result.simulation.pool_nbytes[p], overflow.kernels,
+                overflow.excess_nbytes, floor_nbytes=floor if p == 0 else None,
+                window_kernels=window_kernels, page_nbytes=options.page_nbytes)
+    raise _gave_up(graph, rounds, f"the packing still overflows after {len(rounds)} rounds",
+                   assignment)
+
+
+def _gave_up(graph: Graph, rounds: list[FitRound], why: str,
+             assignment: Any = None) -> CapacityError:
+    where = ""
+    if assignment is not None and assignment.overflows:
+        o = max(assignment.overflows, key=lambda o: o.overflow_nbytes)
+        k = o.kernels[int(np.argmax(o.excess_nbytes))]
+        where = (f"; pool {o.pool!r} runs {format_bytes(o.overflow_nbytes)} "
+                 f"({o.overflow_nbytes} bytes) over at kernel {graph.kernels[k].name!r} (#{k})")
+    return CapacityError(
+        f"no plan of graph {graph.name!r} could be given addresses that fit: {why}{where}",
+        hint="raise the fast capacity by the fragmentation overhead, allow more rounds, "
+             "or plan without addresses (--no-addresses)",
+    )
+
+
+__all__ = ["DEFAULT_MAX_ROUNDS", "WINDOW_KERNELS", "FitRound", "FittedPlan",
+           "plan_with_addresses", "tighten"]
