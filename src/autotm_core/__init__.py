@@ -83,4 +83,8 @@ def __getattr__(name: str) -> object:
         from autotm_core.ilp import planner
 
         return getattr(planner, name)
+    if name in ("plan_with_addresses", "FittedPlan"):
+        from autotm_core.ilp import fitting
+
+        return getattr(fitting, name)
     raise AttributeError(f"module 'autotm_core' has no attribute {name!r}")
