@@ -20,7 +20,8 @@ from rich.console import Console
 from autotm_core.errors import AutotmError
 
 COMMANDS = (
-    "info", "plugins", "verify", "simulate", "baseline", "import", "run", "profile", "calibrate"
+    "info", "plugins", "verify", "simulate", "solve", "baseline", "import", "run", "profile",
+    "calibrate",
 )
 """Modules of :mod:`autotm_core.cli` that define a command, in the order --help lists them."""
 
