@@ -51,13 +51,14 @@ def memory_figure(sim: Simulation, plan: Plan | None = None, *, title: str = "")
     fig, axes = plt.subplots(n_pools, 1, figsize=(9, 2.4 * n_pools + 0.6), sharex=True,
                              squeeze=False)
     x = np.arange(sim.n_kernels)
-    unit, scale = _byte_unit(max(int(sim.pool_nbytes.max(initial=0)),
-                                 *[c or 0 for c in sim.capacities], 1))
     for p, ax in enumerate(axes[:, 0]):
+        capacity = sim.capacities[p]
+        if capacity is not None and capacity > 4 * max(int(sim.peak_nbytes[p]), 1):
+            capacity = None  # far above the curve: drawing it would flatten the curve
+        unit, scale = _byte_unit(max(int(sim.peak_nbytes[p]), capacity or 0, 1))
         ax.fill_between(x, sim.pool_nbytes[p] / scale, step="mid", alpha=0.5, color=f"C{p}")
         ax.step(x, sim.pool_nbytes[p] / scale, where="mid", color=f"C{p}", linewidth=1)
-        capacity = sim.capacities[p]
-        if capacity is not None and capacity <= 4 * max(int(sim.peak_nbytes[p]), 1):
+        if capacity is not None:
             ax.axhline(capacity / scale, color="red", linestyle="--", linewidth=1,
                        label=f"capacity {format_bytes(capacity)}")
         if plan is not None:

@@ -1,0 +1,62 @@
+"""``explain PLAN --graph G --system S --tensor T | --kernel K``: why a plan does what it does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import attrs
+from rich.console import Console
+
+from autotm_core.cli.verify_command import add_plan_arguments
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "explain", help="explain a tensor's moves or a kernel's placement in a plan",
+        description="For a tensor: where it lived over time, each move with its copy time, and "
+        "what each absence from the fastest pool made room for (the tensors that entered it "
+        "meanwhile). For a kernel: its tensors' pools, its time against its best placement under "
+        "the costs, and the moves charged to it.",
+    )
+    add_plan_arguments(parser)
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--tensor", metavar="NAME", help="the tensor to explain")
+    what.add_argument("--kernel", metavar="NAME", help="the kernel to explain")
+    parser.add_argument("--costs", metavar="FILE",
+                        help="a kernel cost file (default: the analytic roofline of the system)")
+    parser.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from autotm_core.explain import explain_kernel, explain_tensor
+    from autotm_core.formats import resolve_system
+    from autotm_core.plans import check_plan, load_plan
+    from autotm_core.report.explain_report import render_kernel, render_tensor
+    from autotm_core.sources import load_source
+
+    plan = load_plan(args.plan)
+    graph = load_source(args.graph)
+    system = resolve_system(args.system)
+    check_plan(plan, graph, system)
+    if args.tensor is not None:
+        explanation = explain_tensor(plan, graph, system, tensor=args.tensor)
+        view = render_tensor(explanation, tuple(k.name for k in graph.kernels))
+    else:
+        from autotm_core.costs.resolve import resolve_costs
+
+        costs = resolve_costs(graph, system, costs_path=args.costs)
+        explanation = explain_kernel(plan, graph, system, costs, kernel=args.kernel)
+        view = render_kernel(explanation)
+    if args.json:
+        console.print_json(json.dumps(attrs.asdict(explanation, value_serializer=_json_value)))
+        return 0
+    console.print(view)
+    return 0
+
+
+def _json_value(_instance: object, _field: object, value: object) -> object:
+    import enum
+
+    return value.value if isinstance(value, enum.Enum) else value

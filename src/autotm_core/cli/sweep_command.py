@@ -1,0 +1,169 @@
+"""``sweep GRAPH... --system S``: plan over fast-memory limits and planners; the trade-off."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from typing import Any
+
+from rich.console import Console
+
+from autotm_core.cli.info_command import SOURCE_HELP
+from autotm_core.cli.verify_command import SYSTEM_HELP
+
+DEFAULT_RATIOS = "0:1,1:1,2:1,4:1,8:1"
+"""PMM:DRAM ratios swept when neither --ratios nor --capacities is given (the paper's, and more)."""
+
+
+def add_planning_arguments(parser: argparse.ArgumentParser) -> None:
+    """--system, --solver, --time-limit and --gap, shared by ``sweep`` and ``compare``."""
+    parser.add_argument("--system", required=True, metavar="SYSTEM", help=SYSTEM_HELP)
+    parser.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
+                        help="time limit of each ILP solve (default 60)")
+    parser.add_argument("--gap", type=float, default=0.01, metavar="FRACTION",
+                        help="relative MIP gap at which a solve stops (default 0.01)")
+
+
+def split(text: str) -> list[str]:
+    """The non-empty items of a comma-separated list."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "sweep", help="plan over fast-memory sizes: the trade-off curve, its knee, the price",
+        description="Plan each graph at each fast-memory limit with each planner, and report "
+        "slowdown against fast-memory size with the knee of each curve marked, the memory cost "
+        "of each point, and the cheapest point within a slowdown budget. Every finished point is "
+        "written to the results file at once: interrupt with Ctrl-C and rerun the same command "
+        "to resume.",
+    )
+    parser.add_argument("graphs", nargs="+", metavar="GRAPH", help=SOURCE_HELP)
+    add_planning_arguments(parser)
+    limits = parser.add_mutually_exclusive_group()
+    limits.add_argument("--ratios", metavar="LIST",
+                        help=f"PMM:DRAM ratios, comma-separated (default {DEFAULT_RATIOS})")
+    limits.add_argument("--capacities", metavar="LIST",
+                        help="fast-memory sizes, comma-separated, e.g. 8MiB,16MiB,32MiB")
+    parser.add_argument("--planners", default="synchronous,first-touch", metavar="LIST",
+                        help="ILP formulations (static, synchronous, asynchronous) and baselines "
+                        "(first-touch, 2lm, greedy, all-slow, all-fast), comma-separated "
+                        "(default synchronous,first-touch)")
+    parser.add_argument("--solver", default="highs", help="ILP solver (default highs)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="results file (JSON), written after each point; resumed when it "
+                        "exists")
+    parser.add_argument("--csv", metavar="FILE", help="also write the points as CSV")
+    parser.add_argument("--html", metavar="FILE", help="a self-contained HTML report")
+    parser.add_argument("--plot", metavar="FILE", help="the trade-off curve (.png or .svg)")
+    parser.add_argument("--budget", type=float, metavar="SLOWDOWN",
+                        help="name the cheapest point within this slowdown, e.g. 1.3")
+    parser.add_argument("--price-ratio", type=float, default=2.1, metavar="R",
+                        help="price per byte of fast over slow memory (default 2.1, the paper's "
+                        "DRAM/PMM)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="plan points in parallel on N local processes")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="plan points on a Dask cluster, e.g. tcp://10.0.0.5:8786 "
+                       "(pip install autotm-core[cluster])")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from autotm_core.errors import UsageError
+    from autotm_core.report.sweep_report import render_sweep
+    from autotm_core.sweep import PriceModel, run_sweep, sweep_points
+
+    if args.price_ratio <= 0:
+        raise UsageError(f"--price-ratio must be positive, not {args.price_ratio}",
+                         hint="e.g. --price-ratio 2.1 (DRAM costs 2.1 times PMM per byte)")
+    if args.html or args.plot:
+        from autotm_core.report.figures import pyplot
+
+        pyplot()  # before hours of solving, not after
+    limits = split(args.capacities) if args.capacities else split(args.ratios or DEFAULT_RATIOS)
+    points = sweep_points(graphs=args.graphs, system=args.system, planners=split(args.planners),
+                          limits=limits, solver=args.solver, time_limit_seconds=args.time_limit,
+                          relative_gap=args.gap)
+    price = PriceModel(fast_per_slow=args.price_ratio)
+    with _executor(args) as executor, _progress(console, len(points), quiet=args.json) as step:
+        results = run_sweep(points, results_path=args.output, executor=executor, on_result=step)
+    if args.csv:
+        from autotm_core.sweep import write_csv
+
+        write_csv(args.csv, results.points)
+    _pictures(args, results, price)
+    if args.json:
+        console.print_json(json.dumps(_facts(results, price, args.budget)))
+    else:
+        console.print(render_sweep(results, price=price, budget=args.budget))
+        for path in (args.output, args.csv, args.html, args.plot):
+            if path:
+                console.print(f"wrote {path}", highlight=False, soft_wrap=True)
+        if results.interrupted and args.output:
+            console.print("rerun the same command to resume from the points kept")
+    return 130 if results.interrupted else 0
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    from autotm_core.sweep.parallel import dask_executor, local_executor
+
+    if args.scheduler:
+        return dask_executor(args.scheduler)
+    if args.workers is not None and args.workers != 1:
+        return local_executor(args.workers)
+    return contextlib.nullcontext(None)
+
+
+@contextlib.contextmanager
+def _progress(console: Console, total: int, *, quiet: bool) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if quiet:
+        yield lambda result, resumed: None
+        return
+    with Progress(TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.description}"), console=console,
+                  transient=True) as progress:
+        task = progress.add_task("", total=total)
+
+        def step(result: Any, resumed: bool) -> None:
+            p = result.point
+            what = "resumed" if resumed else result.status
+            progress.update(task, advance=1,
+                            description=f"{p.planner} at {p.limit}: {what}")
+
+        yield step
+
+
+def _pictures(args: argparse.Namespace, results: Any, price: Any) -> None:
+    if args.html:
+        from autotm_core.report.html import sweep_html, write_html
+
+        write_html(args.html, sweep_html(results, price=price, budget=args.budget))
+    if args.plot:
+        from autotm_core.report.figures import save_figure, tradeoff_figure
+
+        curves = results.curves()
+        knee = next((c.knee for c in curves if c.knee is not None), None)
+        save_figure(tradeoff_figure(
+            {f"{c.planner} ({c.graph})" if len(args.graphs) > 1 else c.planner:
+             [(r.fast_capacity_nbytes, r.slowdown) for r in c.points] for c in curves},
+            knee=None if knee is None else (knee.fast_capacity_nbytes, knee.slowdown),
+            budget=args.budget), args.plot)
+
+
+def _facts(results: Any, price: Any, budget: float | None) -> dict[str, Any]:
+    best = None if budget is None else price.cheapest_within(results.points, budget)
+    knees = results.knee_keys()
+    return {
+        "interrupted": results.interrupted,
+        "price_ratio": price.fast_per_slow,
+        "budget": budget,
+        "cheapest_within_budget": None if best is None else best.point.key,
+        "points": [{**r.to_json(), "knee": r.point.key in knees,
+                    "memory_cost": price.cost_of(r)} for r in results.points],
+    }

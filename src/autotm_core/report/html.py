@@ -1,0 +1,170 @@
+"""Self-contained HTML reports of a plan or a sweep: inline SVG figures and tables.
+
+The page references nothing outside itself (no scripts, fonts, style sheets or
+images to fetch), so it can be mailed, archived or opened offline.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from autotm_core.plans.model import Plan
+from autotm_core.report.figures import (
+    figure_svg,
+    kernel_time_figure,
+    memory_figure,
+    tradeoff_figure,
+)
+from autotm_core.simulation import Simulation
+from autotm_core.sweep.price import PriceModel
+from autotm_core.sweep.results import SweepResults
+from autotm_core.units import format_bytes, format_seconds
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f0f0f0; } td.l, th.l { text-align: left; }
+tr.knee td { background: #fff3c4; font-weight: bold; }
+tr.best td { background: #d9f2d9; }
+figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+.note { color: #555; }
+"""
+
+
+def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str = "") -> str:
+    """The report of one simulated plan (``facts`` from ``simulation_facts``)."""
+    heading = title or f"{sim.planner or 'plan'} for {sim.graph} on {sim.system}"
+    summary = [
+        ("kernels", f"{sim.n_kernels:,}"),
+        ("predicted step", format_seconds(facts["step_seconds"])),
+        ("sync moves", format_seconds(facts["sync_seconds"])),
+        ("async moves (overlapping)", format_seconds(facts["async_seconds"])),
+    ]
+    if facts.get("slowdown"):
+        summary.append(("slowdown vs all in fastest pool", f"{facts['slowdown']:.3f}x"))
+    pools = [[p["name"], format_bytes(p["peak_nbytes"]),
+              "unbounded" if p["capacity_nbytes"] is None else format_bytes(p["capacity_nbytes"])]
+             for p in facts["pools"]]
+    moves = [[m["source"], m["target"], m["kind"], f"{m['count']:,}", format_bytes(m["nbytes"])]
+             for m in facts["moves"]]
+    kernels = [[str(k["index"]), k["name"], format_seconds(k["kernel_seconds"]),
+                format_seconds(k["sync_seconds"]), format_seconds(k["async_seconds"])]
+               for k in facts["top_kernels"]]
+    body = [
+        f"<h1>{_e(heading)}</h1>",
+        _pairs(summary),
+        "<h2>Memory over time</h2>",
+        _figure(figure_svg(memory_figure(sim, plan)),
+                "Bytes in each pool at each kernel; dashed: capacity; ▲ moves in, ▼ moves out."),
+        _table(["pool", "peak", "capacity"], pools),
+        "<h2>Moves</h2>",
+        _table(["from", "to", "kind", "count", "bytes"], moves) if moves
+        else "<p class='note'>The plan moves nothing.</p>",
+        "<h2>Time per kernel</h2>",
+        _figure(figure_svg(kernel_time_figure(sim)),
+                "Each kernel's run time, async moves it does not hide, and sync moves before it."),
+        _table(["#", "kernel", "run", "sync moves before", "async moves"], kernels),
+    ]
+    return _page(heading, body)
+
+
+def sweep_html(results: SweepResults, *, price: PriceModel, budget: float | None = None,
+               title: str = "") -> str:
+    """The report of a sweep: a trade-off figure per graph, and every point in a table."""
+    heading = title or "sweep: slowdown against fast-memory size"
+    knees = results.knee_keys()
+    best = None if budget is None else price.cheapest_within(results.points, budget)
+    body = [f"<h1>{_e(heading)}</h1>"]
+    if results.interrupted:
+        body.append(f"<p class='note'>Interrupted: {len(results.points)} of "
+                    f"{results.n_planned} points finished.</p>")
+    if best is not None:
+        body.append(f"<p>Cheapest within a {budget:.3g}x slowdown budget: "
+                    f"<b>{_e(best.point.planner)} at {_e(best.point.limit)}</b> "
+                    f"({format_bytes(best.fast_capacity_nbytes)} "
+                    f"fast memory, slowdown {best.slowdown:.3f}x, memory cost "
+                    f"{price.cost_of(best):.1%} of all-fast at a fast/slow price ratio of "
+                    f"{price.fast_per_slow:g}).</p>")
+    elif budget is not None:
+        body.append(f"<p class='note'>No point is within a {budget:.3g}x slowdown budget.</p>")
+    by_graph: dict[tuple[str, str], list[Any]] = {}
+    for curve in results.curves():
+        by_graph.setdefault((curve.graph, curve.system), []).append(curve)
+    for (graph, system), curves in by_graph.items():
+        body.append(f"<h2>{_e(graph)} on {_e(system)}</h2>")
+        main = next((c for c in curves if c.knee is not None), None)
+        knee = None if main is None or main.knee is None else (
+            main.knee.fast_capacity_nbytes, main.knee.slowdown or 0.0)
+        fig = tradeoff_figure(
+            {c.planner: [(r.fast_capacity_nbytes, r.slowdown or 0.0) for r in c.points]
+             for c in curves},
+            knee=knee, budget=budget, title=f"{graph} on {system}")
+        caption = "Slowdown against all in fast memory, per planner"
+        if main is not None:
+            caption += f"; the star marks the knee of {main.planner}'s curve"
+        body.append(_figure(figure_svg(fig), caption + "."))
+    rows, classes = [], []
+    for r in results.points:
+        rows.append([r.point.graph, r.point.planner, r.point.limit,
+                     format_bytes(r.fast_capacity_nbytes),
+                     "-" if r.slowdown is None else f"{r.slowdown:.3f}x",
+                     "-" if r.step_seconds is None else format_seconds(r.step_seconds),
+                     format_bytes(r.moved_nbytes), f"{price.cost_of(r):.1%}",
+                     f"{r.plan_seconds:.2f} s", "-" if r.gap is None else f"{r.gap:.2%}",
+                     r.status + (" (knee)" if r.point.key in knees else "")])
+        classes.append("best" if best is not None and r is best
+                       else "knee" if r.point.key in knees else "")
+    body.append("<h2>Points</h2>")
+    body.append(_table(["graph", "planner", "limit", "fast memory", "slowdown", "step",
+                        "moved", "memory cost", "plan time", "gap", "status"], rows,
+                       row_classes=classes, left=2))
+    return _page(heading, body)
+
+
+def write_html(path: str | os.PathLike[str], text: str) -> Path:
+    """Write a report page."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def _page(title: str, body: Sequence[str]) -> str:
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{_e(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
+            + "\n".join(body) + "\n<p class='note'>Made by autotm-core.</p>\n</body></html>\n")
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption class='note'>{_e(caption)}</figcaption></figure>"
+
+
+def _pairs(rows: Sequence[tuple[str, str]]) -> str:
+    return "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td>{_e(v)}</td></tr>"
+                               for k, v in rows) + "</table>"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *,
+           row_classes: Sequence[str] = (), left: int = 2) -> str:
+    def cell(i: int, text: str, tag: str) -> str:
+        cls = " class='l'" if i < left else ""
+        return f"<{tag}{cls}>{_e(text)}</{tag}>"
+
+    head = "<tr>" + "".join(cell(i, h, "th") for i, h in enumerate(header)) + "</tr>"
+    lines = []
+    for j, row in enumerate(rows):
+        cls = row_classes[j] if j < len(row_classes) and row_classes[j] else ""
+        attr = f" class='{cls}'" if cls else ""
+        lines.append(f"<tr{attr}>" + "".join(cell(i, c, "td") for i, c in enumerate(row))
+                     + "</tr>")
+    return "<table>" + head + "".join(lines) + "</table>"
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)

@@ -1,0 +1,114 @@
+"""Terminal reports of a sweep and of a comparison: tables with the knee and the best marked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.table import Table
+
+from autotm_core.sweep.point import PointResult
+from autotm_core.sweep.price import PriceModel
+from autotm_core.sweep.results import SweepResults
+from autotm_core.units import format_bytes, format_seconds
+
+_SHORT = {"gap_reached": "gap", "time_limit": "time limit"}
+
+
+def _slowdown(r: PointResult) -> str:
+    return "-" if r.slowdown is None else f"{r.slowdown:.3f}x"
+
+
+def _gap(r: PointResult) -> str:
+    return "-" if r.gap is None else f"{r.gap:.2%}"
+
+
+def render_sweep(results: SweepResults, *, price: PriceModel,
+                 budget: float | None = None) -> RenderableType:
+    """A table of every point (knee starred, best in budget in green) and the verdict."""
+    knees = results.knee_keys()
+    best = None if budget is None else price.cheapest_within(results.points, budget)
+    graphs = sorted({r.point.graph for r in results.points})
+    title = "sweep: slowdown against fast-memory size"
+    if len(graphs) == 1:
+        title += f" ({graphs[0]} on {results.points[0].point.system})"
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    columns = ["graph"] if len(graphs) > 1 else []
+    columns += ["planner", "limit", "fast mem", "slowdown", "moved", "cost", "plan time",
+                "gap", "status"]
+    for column in columns:
+        table.add_column(column, no_wrap=True, justify="left"
+                         if column in ("graph", "planner", "status") else "right")
+    for r in results.points:
+        knee = r.point.key in knees
+        status = r.status if r.status == "ok" else f"[yellow]{escape(r.status)}[/]"
+        style = "bold green" if best is not None and r is best else ""
+        cells = [escape(r.point.graph)] if len(graphs) > 1 else []
+        cells += [escape(r.point.planner), escape(r.point.limit),
+                  format_bytes(r.fast_capacity_nbytes), _slowdown(r) + (" ★" if knee else "  "),
+                  format_bytes(r.moved_nbytes), f"{price.cost_of(r):.1%}",
+                  f"{r.plan_seconds:.2f} s", _gap(r), status]
+        table.add_row(*cells, style=style)
+    lines: list[RenderableType] = [table]
+    if knees:
+        lines.append("★ knee of the planner's curve: below it each byte of fast memory given up "
+                     "costs much more speed than above it")
+    lines.append(f"cost: of the memory, relative to all in fast memory (fast/slow price per "
+                 f"byte {price.fast_per_slow:g})")
+    if budget is not None:
+        if best is None:
+            lines.append(f"[yellow]no point is within a {budget:.3g}x slowdown budget[/]")
+        else:
+            lines.append(
+                f"[bold green]cheapest within a {budget:.3g}x slowdown budget:[/] "
+                f"{escape(best.point.planner)} at {escape(best.point.limit)} "
+                f"({format_bytes(best.fast_capacity_nbytes)} fast memory, slowdown "
+                f"{best.slowdown:.3f}x, memory cost {price.cost_of(best):.1%})")
+    for r in results.points:
+        if r.status != "ok":
+            lines.append(f"[yellow]no plan[/] for {escape(r.point.planner)} at "
+                         f"{escape(r.point.limit)}: {escape(r.message)}")
+    if results.interrupted:
+        lines.append(f"[bold red]interrupted:[/] {len(results.points)} of {results.n_planned} "
+                     "points finished and kept")
+    return Group(*lines)
+
+
+def render_compare(results: Sequence[PointResult]) -> RenderableType:
+    """Planners and solvers side by side on one graph and limit; the fastest plan in green."""
+    ok = [r for r in results if r.step_seconds is not None]
+    fastest = min(ok, key=lambda r: r.step_seconds or 0.0) if ok else None
+    first = results[0] if results else None
+    title = "compare"
+    if first is not None:
+        title += (f": {first.point.graph} on {first.point.system}, fast memory "
+                  f"{format_bytes(first.fast_capacity_nbytes)} ({first.point.limit})")
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    for column in ("planner", "solver", "step", "slowdown", "moved", "moves",
+                   "plan time", "gap", "status"):
+        table.add_column(column, no_wrap=True, justify="left"
+                         if column in ("planner", "solver", "status") else "right")
+    for r in results:
+        ilp = r.termination != ""
+        table.add_row(escape(r.point.planner), escape(r.point.solver) if ilp else "-",
+                      "-" if r.step_seconds is None else format_seconds(r.step_seconds),
+                      _slowdown(r), format_bytes(r.moved_nbytes), f"{r.n_moves:,}",
+                      f"{r.plan_seconds:.2f} s", _gap(r),
+                      _SHORT.get(r.termination, r.termination or r.status) if r.status == "ok"
+                      else f"[yellow]{escape(r.status)}[/]",
+                      style="bold green" if r is fastest else "")
+    lines: list[RenderableType] = [table]
+    for r in results:
+        if r.status != "ok":
+            lines.append(f"[yellow]no plan[/] for {escape(r.point.planner)}: {escape(r.message)}")
+    return Group(*lines)
+
+
+def compare_facts(results: Sequence[PointResult]) -> list[dict[str, Any]]:
+    """The comparison as JSON values."""
+    return [r.to_json() for r in results]
