@@ -186,14 +186,19 @@ class _Builder:
         self.n = len(graph.kernels)
         self.states = states_for(len(system.pools))
         self.lp = LinearProgram()
-        self.bounded = [q for q, c in enumerate(capacities) if c is not None]
+        self.unit = options.page_nbytes
+        self.bounded = [q for q, c in enumerate(capacities)
+                        if c is not None and not self._never_binds(q, c)]
+        # Exact edge reductions (see :meth:`_dominated`) are proven for two pools, synchronous.
+        self.reduce = (len(system.pools) == 2
+                       and options.formulation is Formulation.SYNCHRONOUS)
+        self.slow_unbounded = len(system.pools) - 1 not in self.bounded
         # Per bounded pool, per half step: (variable, bytes) terms of the change in occupancy.
         self.deltas: dict[int, list[list[tuple[int, float]]]] = {
             q: [[] for _ in range(2 * self.n + 2)] for q in self.bounded
         }
         self.async_load: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
         self.at_kernel: dict[tuple[int, int], dict[int, int]] = {}
-        self.unit = options.page_nbytes
         self.time = 1.0 / SECONDS_PER_UNIT
 
     def build(self) -> ModelIndex:
@@ -210,6 +215,43 @@ class _Builder:
         occ_vars, occ_rows = self._capacity()
         return ModelIndex(self.lp, self.states, slots, slot_vars, edges, times, time_rows,
                           config_vars, occ_vars, occ_rows, self.capacities, o, self.unit)
+
+    def _never_binds(self, pool: int, capacity: np.ndarray) -> bool:
+        """Whether every live tensor (and workspace) together fit ``pool`` at every kernel.
+
+        Its capacity rows can then never bind and are left out (an exact reduction).
+        """
+        live = self.live
+        sizes = -(-live.nbytes.astype(np.int64) // self.unit) * self.unit
+        delta = np.zeros(self.n + 2, dtype=np.int64)
+        alive = (live.last >= live.first) & (live.last >= 0)
+        np.add.at(delta, live.first[alive], sizes[alive])
+        np.add.at(delta, live.last[alive] + 2, -sizes[alive])  # live at k or k - 1: boundary
+        held = np.cumsum(delta)[:self.n]
+        if pool == 0:
+            held = held + (-(-live.workspace_nbytes.astype(np.int64) // self.unit) * self.unit)
+        return bool(np.all(held <= capacity))
+
+    def _dominated(self, a: State, b: State, *, interior: bool, after_allows: set[int]) -> bool:
+        """Whether the edge ``a -> b`` can be left out without changing the optimum.
+
+        Two pools, synchronous only (``self.reduce``). Entering an interior (no kernel
+        uses the tensor), a fetch or a new clean copy is never better than the same
+        copy at the interior's end (same cost, no more bytes held in any pool at any
+        step), so the tensor only stays or is evicted to the slow pool. With the slow
+        pool unbounded, dropping a clean copy the next slot could keep is never better
+        than keeping it (the same bytes in the fast pool, later evictions free).
+        """
+        if not self.reduce:
+            return False
+        slowest = len(self.system.pools) - 1
+        if interior and not (b.pools <= a.pools or b == self.states[-1]):
+            return True
+        if self.slow_unbounded and not b.clean_copy and b.usable != slowest:
+            kept = self.states.index(State(b.pools | {slowest}, b.usable, True))
+            if kept in after_allows and (a.clean_copy or a.usable == slowest):
+                return True
+        return False
 
     # -- tensors --------------------------------------------------------------
 
@@ -240,9 +282,12 @@ class _Builder:
             use_async = bool(tr.async_kernels)
             edges: list[Edge] = []
             boundary = []
+            interior = not ts.slots[i + 1].gadget
             for s in before:
                 for s2 in after:
                     a, b = states[s], states[s2]
+                    if self._dominated(a, b, interior=interior, after_allows=set(after)):
+                        continue
                     sync = move_sources(self.system, nbytes, a, b, asynchronous=False)
                     cost = self.time * sum(m[2] for m in sync)
                     var = lp.add_var(ub=1.0, binary=use_async, cost=cost)
@@ -328,9 +373,8 @@ class _Builder:
                             if c[s] - base:
                                 cols.append(v)
                                 coefs.append(-(c[s] - base))
-                    if len(cols) == 1:
-                        lower = max(lower, rhs)
-                    else:
+                    lower = max(lower, rhs)  # every term at its cheapest: a bound on T_k
+                    if len(cols) > 1:
                         k_rows.append(lp.add_row(cols, coefs, lb=rhs))
                 lp.var_lb[tk] = lower
             else:
@@ -339,6 +383,7 @@ class _Builder:
                 config_vars.append(zs)
                 lp.add_row(zs, [1.0] * len(zs), lb=1.0, ub=1.0)
                 seconds = [-self.time * float(s) for s in table.seconds]
+                lp.var_lb[tk] = -max(seconds) if seconds else 0.0
                 k_rows.append(lp.add_row([tk, *zs], [1.0, *seconds], lb=0.0))
                 for i, x in enumerate(xs):
                     column = table.configs[:, i] if len(zs) else np.zeros(0, dtype=np.int8)

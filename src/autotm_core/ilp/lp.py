@@ -8,6 +8,7 @@ handed to a solver's matrix interface directly for very large models.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -80,6 +81,29 @@ class LinearProgram:
         """``A[row] . values``."""
         return float(sum(c * values[j] for j, c in zip(self.row_cols[row], self.row_coefs[row],
                                                        strict=True)))
+
+
+def to_matrix_problem(lp: LinearProgram, *, name: str = "autotm") -> Any:
+    """``lp`` as a :class:`~autotm_core.solvers.highs.MatrixProblem` (row-wise arrays)."""
+    from autotm_core.solvers.highs import MatrixProblem
+
+    lengths = np.fromiter((len(c) for c in lp.row_cols), dtype=np.int64, count=lp.n_rows)
+    start = np.zeros(lp.n_rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=start[1:])
+    index = np.fromiter(itertools.chain.from_iterable(lp.row_cols), dtype=np.int32,
+                        count=int(start[-1]))
+    value = np.fromiter(itertools.chain.from_iterable(lp.row_coefs), dtype=np.float64,
+                        count=int(start[-1]))
+    cost = np.zeros(lp.n_vars)
+    if lp.objective:
+        cost[np.fromiter(lp.objective.keys(), dtype=np.int64)] = list(lp.objective.values())
+    return MatrixProblem(
+        cost=cost, col_lower=np.asarray(lp.var_lb, dtype=np.float64),
+        col_upper=np.asarray(lp.var_ub, dtype=np.float64),
+        is_integer=np.asarray(lp.var_binary, dtype=bool), start=start, index=index, value=value,
+        row_lower=np.asarray(lp.row_lb, dtype=np.float64),
+        row_upper=np.asarray(lp.row_ub, dtype=np.float64), name=name,
+    )
 
 
 def to_pyomo(lp: LinearProgram) -> Any:

@@ -42,7 +42,8 @@ class PlanResult:
     n_nonzeros: int
     """Nonzero coefficients of the rows."""
     build_seconds: float
-    """Seconds to generate the model (matrix and Pyomo)."""
+    """Seconds to generate the model (the matrix, and the Pyomo model for solvers that
+    take one)."""
     warm_started: bool
     """Whether the greedy baseline's plan was offered as a starting solution."""
     system: MemorySystem
@@ -79,7 +80,7 @@ def plan_graph(
     from autotm_core.costs import resolve_costs
     from autotm_core.ilp.decode import decode_plan
     from autotm_core.ilp.formulation import build_program, resolve_capacities
-    from autotm_core.ilp.lp import pyomo_values, set_pyomo_values, to_pyomo
+    from autotm_core.ilp.solve import solve_program
     from autotm_core.plans.verify import check_plan
     from autotm_core.plugins import get_solver
     from autotm_core.simulation import simulate
@@ -95,22 +96,16 @@ def plan_graph(
 
     started = time.perf_counter()
     index = build_program(graph, costs, system, options.capacities, options)
-    model = to_pyomo(index.lp)
     build_seconds = time.perf_counter() - started
     logger.info("model: %d variables (%d binary), %d rows, %d nonzeros, built in %.2f s",
                 index.lp.n_vars, index.lp.n_binaries, index.lp.n_rows, index.lp.n_nonzeros,
                 build_seconds)
 
-    warm = False
-    if warm_start:
-        start = _greedy_start(index, graph, system)
-        if start is not None:
-            set_pyomo_values(model, start)
-            warm = True
+    start = _greedy_start(index, graph, system) if warm_start else None
     config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
-                          log_to_terminal=log_to_terminal, warm_start=warm)
-    result = backend.solve(model, config)
-    result = attrs.evolve(result, build_seconds=build_seconds)
+                          log_to_terminal=log_to_terminal, warm_start=start is not None)
+    result, values = solve_program(index, backend, config, start=start, name=graph.name)
+    result = attrs.evolve(result, build_seconds=build_seconds + result.build_seconds)
     if result.termination in (TerminationCondition.INFEASIBLE,
                               TerminationCondition.INFEASIBLE_OR_UNBOUNDED):
         raise explain_infeasible(graph, system, capacities, options)
@@ -120,7 +115,6 @@ def plan_graph(
             f"({result.termination.value}: {result.message})",
             hint="give it more time (--time-limit), a larger gap, or more fast memory",
         )
-    values = pyomo_values(model, index.lp.n_vars)
     plan = decode_plan(
         index, values, graph, system, planner=f"ilp/{options.formulation.value}",
         capacities={p.name: p.capacity_nbytes for p in system.pools},
@@ -141,7 +135,8 @@ def plan_graph(
     return PlanResult(plan=plan, solve=result, simulation=simulation,
                       n_variables=index.lp.n_vars, n_binaries=index.lp.n_binaries,
                       n_constraints=index.lp.n_rows, n_nonzeros=index.lp.n_nonzeros,
-                      build_seconds=build_seconds, warm_started=warm, system=system)
+                      build_seconds=result.build_seconds, warm_started=start is not None,
+                      system=system)
 
 
 def _greedy_start(index: Any, graph: Graph, system: MemorySystem) -> Any:
