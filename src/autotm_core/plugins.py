@@ -19,6 +19,7 @@ claimed by two distributions as a conflict naming both.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 from collections.abc import Callable, Iterable
@@ -120,20 +121,34 @@ def _load_one(
         return attrs.evolve(entry, error=f"failed to load: {type(exc).__name__}: {exc}")
     if not check(plugin):
         return attrs.evolve(entry, error=f"{value} is not a valid plugin for {group}")
+    return with_availability(attrs.evolve(entry, plugin=plugin))
+
+
+def with_availability(entry: PluginEntry) -> PluginEntry:
+    """``entry`` with its plugin's availability asked now (a package may have been installed)."""
+    if entry.plugin is None:
+        return entry
     try:
-        reason = plugin.unavailable_reason()
+        reason = entry.plugin.unavailable_reason()
     except Exception as exc:
         reason = f"availability check failed: {type(exc).__name__}: {exc}"
-    return attrs.evolve(entry, plugin=plugin, error=reason)
+    return attrs.evolve(entry, error=reason)
 
 
 def _is_frontend(obj: Any) -> bool:
     return isinstance(obj, Frontend) and isinstance(getattr(obj, "name", None), str)
 
 
+@functools.cache
+def _discovered(group: str) -> dict[str, PluginEntry]:
+    # Importing plugins is done once per process; their availability is asked on every call.
+    check = _is_frontend if group == FRONTENDS_GROUP else _is_solver
+    return discover(group, check)
+
+
 def frontends() -> dict[str, PluginEntry]:
-    """Every frontend plugin installed, by name."""
-    return discover(FRONTENDS_GROUP, _is_frontend)
+    """Every frontend plugin installed, by name (imported once per process)."""
+    return {name: with_availability(e) for name, e in _discovered(FRONTENDS_GROUP).items()}
 
 
 def get_frontend(name: str) -> Frontend:
@@ -160,8 +175,8 @@ def _is_solver(obj: Any) -> bool:
 
 
 def solvers() -> dict[str, PluginEntry]:
-    """Every solver plugin installed, by name."""
-    return discover(SOLVERS_GROUP, _is_solver)
+    """Every solver plugin installed, by name (imported once per process)."""
+    return {name: with_availability(e) for name, e in _discovered(SOLVERS_GROUP).items()}
 
 
 def get_solver(name: str) -> Any:

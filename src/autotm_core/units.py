@@ -35,10 +35,14 @@ _SIZE_UNITS: dict[str, int] = {
 _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 
-def parse_size(text: str | int) -> int:
-    """Parse ``"16GiB"``, ``"1.5 GB"``, ``"4096"`` or an int into bytes."""
-    if isinstance(text, bool):
+def parse_size(text: str | int | float) -> int:
+    """Parse ``"16GiB"``, ``"1.5 GB"``, ``"4096"`` or a number into bytes (rounded up)."""
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise UsageError(f"size {text!r} is not a number of bytes")
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise UsageError(f"size {text!r} is not a number of bytes")
+        text = math.ceil(text)
     if isinstance(text, int):
         if text < 0:
             raise UsageError(f"size {text} is negative", hint="give a size of 0 bytes or more")

@@ -21,6 +21,11 @@ def _to_tuple(value: Iterable[object]) -> tuple:  # type: ignore[type-arg]
     return tuple(value)
 
 
+def _check_graph_name(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if not isinstance(value, str):
+        raise GraphError(f"graph name {value!r} must be a string")
+
+
 @attrs.frozen(slots=True)
 class Graph:
     """A static program: ``kernels`` run in this order and touch ``tensors``.
@@ -31,7 +36,7 @@ class Graph:
     once, on first use, and cached.
     """
 
-    name: str = attrs.field(validator=attrs.validators.instance_of(str))
+    name: str = attrs.field(validator=_check_graph_name)
     """A name for reports."""
     tensors: tuple[Tensor, ...] = attrs.field(converter=_to_tuple)
     """Every tensor of the program."""

@@ -22,6 +22,14 @@ def _to_names(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_op(instance: Kernel, attribute: attrs.Attribute, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise GraphError(
+            f"kernel {instance.name!r}: op {value!r} must be a non-empty string",
+            hint="name the operation, e.g. 'matmul' or 'conv2d'",
+        )
+
+
 def _check_flops(instance: Kernel, attribute: attrs.Attribute, value: object) -> None:
     if value is None or ((type(value) is float or type(value) is int) and 0 <= value < math.inf):
         return
@@ -56,7 +64,7 @@ class Kernel:
 
     name: str = attrs.field(validator=_check_name)
     """Unique name within the graph."""
-    op: str = attrs.field(validator=attrs.validators.instance_of(str))
+    op: str = attrs.field(validator=_check_op)
     """Operation kind, e.g. ``"conv2d"``, ``"matmul"``, ``"relu_backward"``."""
     inputs: tuple[str, ...] = attrs.field(default=(), converter=_to_names)
     """Names of the tensors it reads."""

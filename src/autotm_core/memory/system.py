@@ -42,6 +42,13 @@ def _optional_int(instance: object, attribute: attrs.Attribute, value: object) -
         raise MemorySystemError(f"{_who(instance)}: {attribute.name} {value!r} must be an integer >= 0")
 
 
+def _pool_name(instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise MemorySystemError(
+            f"{type(instance).__name__.lower()} {attribute.name} {value!r} must be a non-empty pool name"
+        )
+
+
 def _who(instance: object) -> str:
     if isinstance(instance, Pool):
         return f"pool {instance.name!r}"
@@ -54,7 +61,7 @@ def _who(instance: object) -> str:
 class Pool:
     """One kind of memory."""
 
-    name: str = attrs.field(validator=attrs.validators.instance_of(str))
+    name: str = attrs.field(validator=_pool_name)
     """Unique name, e.g. ``"dram"``, ``"pmm"``, ``"hbm"``."""
     capacity_nbytes: int | None = attrs.field(validator=_capacity)
     """Bytes available to tensors; ``None`` when unbounded."""
@@ -79,9 +86,9 @@ class Pool:
 class CopyLink:
     """Copy bandwidth from one pool to another."""
 
-    source: str
+    source: str = attrs.field(validator=_pool_name)
     """Pool copied from."""
-    target: str
+    target: str = attrs.field(validator=_pool_name)
     """Pool copied to."""
     sync_bytes_per_second: float = attrs.field(validator=_positive)
     """Bandwidth of a blocking copy (nothing else runs)."""
