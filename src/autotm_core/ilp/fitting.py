@@ -199,7 +199,8 @@ def plan_with_addresses(
                 current, result.simulation.pool_nbytes[p], overflow.kernels,
                 overflow.excess_nbytes, floor_nbytes=floor if p == 0 else None,
                 window_kernels=window_kernels, page_nbytes=options.page_nbytes)
-    raise _gave_up(graph, rounds, f"the packing still overflows after {len(rounds)} rounds",
+    raise _gave_up(graph, rounds, "the packing still overflows after "
+                   f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}",
                    assignment)
 
 

@@ -1,0 +1,96 @@
+"""The address-fitting loop: tightening around overflows, re-solving until the plan packs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autotm_core
+from autotm_core.capacity import fast_capacity
+from autotm_core.errors import CapacityError, UsageError
+from autotm_core.examples.networks import training_chain
+from autotm_core.ilp.fitting import plan_with_addresses, tighten
+from autotm_core.ilp.options import FormulationOptions
+from autotm_core.memory import preset
+from autotm_core.plans import verify_plan
+
+SYSTEM = preset("optane-2019")
+
+
+def test_tighten_cuts_a_window_by_at_least_the_excess_from_what_was_used() -> None:
+    limits = np.full(30, 100_000, dtype=np.int64)
+    used = np.full(30, 90_000, dtype=np.int64)
+    used[3] = 150_000  # more than the limit: the limit is the start there
+    out = tighten(limits, used, (12,), (5_000,), window_kernels=2, page_nbytes=4096)
+    assert np.array_equal(out[:10], limits[:10]) and np.array_equal(out[15:], limits[15:])
+    assert np.all(out[10:15] == 90_000 - 8192)  # excess rounded up to pages, from the usage
+    out = tighten(limits, used, (3,), (1,), window_kernels=0, page_nbytes=1)
+    assert out[3] == 99_999 and np.array_equal(np.delete(out, 3), np.delete(limits, 3))
+
+
+def test_tighten_keeps_the_larger_cut_and_the_floor() -> None:
+    limits = np.full(10, 50_000, dtype=np.int64)
+    used = np.full(10, 50_000, dtype=np.int64)
+    floor = np.full(10, 45_000, dtype=np.int64)
+    out = tighten(limits, used, (4, 5), (1_000, 3_000), window_kernels=1, page_nbytes=1)
+    assert list(out[3:7]) == [49_000, 47_000, 47_000, 47_000]
+    out = tighten(limits, used, (4,), (20_000,), floor_nbytes=floor, window_kernels=0,
+                  page_nbytes=1)
+    assert out[4] == 45_000
+    assert np.all(tighten(out, used, (4,), (20_000,), floor_nbytes=floor) <= out)
+
+
+def _coarse() -> dict:  # type: ignore[type-arg]
+    """A model that counts exact bytes under an allocator of 4 KiB pages: the first plan
+    overflows its packing, so the loop has to tighten."""
+    graph = training_chain(4, base_nbytes=10_000)
+    return dict(graph=graph, system=SYSTEM, options=FormulationOptions(page_nbytes=1),
+                fast_capacity_nbytes=fast_capacity(graph, ratio="1:1"), alignment_nbytes=4096)
+
+
+def test_overflowing_plan_is_re_solved_until_it_fits() -> None:
+    kwargs = _coarse()
+    graph = kwargs["graph"]
+    seen = []
+    fitted = plan_with_addresses(**kwargs, on_round=seen.append)
+    assert fitted.fits and len(fitted.rounds) >= 2
+    assert [r.round for r in fitted.rounds] == list(range(1, len(fitted.rounds) + 1))
+    assert list(seen) == list(fitted.rounds)
+    assert not fitted.rounds[0].fits and fitted.rounds[0].overflow_nbytes > 0
+    assert fitted.rounds[-1].fits and fitted.rounds[-1].overflow_nbytes == 0
+    capacity = kwargs["fast_capacity_nbytes"]
+    limits = np.array(fitted.limits["dram"])
+    assert len(limits) == len(graph.kernels)
+    assert limits.max() <= capacity and limits.min() < capacity
+    plan = fitted.plan
+    assert plan.capacities["dram"] == capacity  # the plan fits the real pool, not the cut limits
+    assert all(r.offset is not None and r.offset % 4096 == 0
+               for r in plan.residencies if r.pool == "dram")
+    assert verify_plan(plan, graph, SYSTEM.with_capacity("dram", capacity)) == []
+    packing = fitted.assignment.pool("dram")
+    assert packing.height_nbytes <= capacity
+    assert fitted.fragmentation_nbytes == fitted.assignment.fragmentation_nbytes >= 0
+    assert fitted.result.step_seconds == pytest.approx(fitted.rounds[-1].step_seconds)
+
+
+def test_a_plan_that_packs_at_once_takes_one_round() -> None:
+    graph = training_chain(4)
+    fitted = autotm_core.plan_with_addresses(
+        graph, SYSTEM, fast_capacity_nbytes=fast_capacity(graph, ratio="4:1"))
+    assert fitted.fits and len(fitted.rounds) == 1 and fitted.limits == {}
+    assert not fitted.interrupted
+
+
+def test_gives_up_after_the_last_round_naming_pool_kernel_and_bytes() -> None:
+    kwargs = _coarse()
+    with pytest.raises(CapacityError) as caught:
+        plan_with_addresses(**kwargs, max_rounds=1)
+    message = caught.value.message
+    assert "after 1 round:" in message and "'dram'" in message and "bytes" in message
+    assert any(f"'{k.name}'" in message for k in kwargs["graph"].kernels)
+    assert "--no-addresses" in caught.value.hint
+
+
+def test_zero_rounds_is_a_usage_error() -> None:
+    with pytest.raises(UsageError):
+        plan_with_addresses(training_chain(2), SYSTEM, max_rounds=0)
