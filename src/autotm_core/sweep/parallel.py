@@ -33,8 +33,12 @@ def local_executor(workers: int | None = None) -> Iterator[concurrent.futures.Ex
 
 
 @contextlib.contextmanager
-def dask_executor(address: str) -> Iterator[concurrent.futures.Executor]:
-    """An executor on the Dask scheduler at ``address`` (e.g. ``tcp://10.0.0.5:8786``)."""
+def dask_executor(address: str, *,
+                  timeout_seconds: float = 30.0) -> Iterator[concurrent.futures.Executor]:
+    """An executor on the Dask scheduler at ``address`` (e.g. ``tcp://10.0.0.5:8786``).
+
+    ``timeout_seconds`` bounds the wait for the scheduler to answer.
+    """
     try:
         from distributed import Client
     except ImportError:
@@ -43,7 +47,7 @@ def dask_executor(address: str) -> Iterator[concurrent.futures.Executor]:
             hint="install the cluster extra: pip install autotm-core[cluster]",
         ) from None
     try:
-        client = Client(address, timeout=30)
+        client = Client(address, timeout=timeout_seconds)
     except (OSError, TimeoutError) as exc:
         raise UsageError(f"cannot reach the Dask scheduler at {address!r}: {exc}",
                          hint="check the address (tcp://HOST:PORT) and that the scheduler "
