@@ -86,7 +86,7 @@ def test_gives_up_after_the_last_round_naming_pool_kernel_and_bytes() -> None:
     with pytest.raises(CapacityError) as caught:
         plan_with_addresses(**kwargs, max_rounds=1)
     message = caught.value.message
-    assert "after 1 round:" in message and "'dram'" in message and "bytes" in message
+    assert "after 1 round;" in message and "'dram'" in message and "bytes" in message
     assert any(f"'{k.name}'" in message for k in kwargs["graph"].kernels)
     assert "--no-addresses" in caught.value.hint
 
