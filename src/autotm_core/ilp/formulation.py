@@ -78,6 +78,9 @@ class ModelIndex:
     """Rows bounding each ``T_k`` from below (``T_k - ... >= rhs``)."""
     config_vars: list[list[int]]
     """Table costs: per kernel, one binary per row of its cost table (empty for separable)."""
+    config_pools: list[np.ndarray]
+    """Table costs: per kernel, its configurations (one row each: the pool of each of its
+    tensors, in kernel order); empty for separable costs."""
     occupancy_vars: dict[int, list[int]]
     """Per bounded pool: the occupancy variable of each half step (index 0 unused: -1)."""
     occupancy_rows: dict[int, list[int]]
@@ -197,6 +200,7 @@ class _Builder:
         self.deltas: dict[int, list[list[tuple[int, float]]]] = {
             q: [[] for _ in range(2 * self.n + 2)] for q in self.bounded
         }
+        self.config_pools: list[np.ndarray] = []
         self.async_load: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
         self.at_kernel: dict[tuple[int, int], dict[int, int]] = {}
         self.time = 1.0 / SECONDS_PER_UNIT
@@ -214,7 +218,8 @@ class _Builder:
         times, time_rows, config_vars = self._kernel_times()
         occ_vars, occ_rows = self._capacity()
         return ModelIndex(self.lp, self.states, slots, slot_vars, edges, times, time_rows,
-                          config_vars, occ_vars, occ_rows, self.capacities, o, self.unit)
+                          config_vars, self.config_pools, occ_vars, occ_rows, self.capacities,
+                          o, self.unit)
 
     def _never_binds(self, pool: int, capacity: np.ndarray) -> bool:
         """Whether every live tensor (and workspace) together fit ``pool`` at every kernel.
@@ -380,6 +385,7 @@ class _Builder:
             else:
                 table = self.costs.table(k)
                 zs = [lp.add_var(binary=True) for _ in range(len(table.seconds))]
+                self.config_pools.append(table.configs)
                 config_vars.append(zs)
                 lp.add_row(zs, [1.0] * len(zs), lb=1.0, ub=1.0)
                 seconds = [-self.time * float(s) for s in table.seconds]

@@ -77,6 +77,30 @@ class LinearProgram:
         self.row_ub.append(ub)
         return len(self.row_lb) - 1
 
+    def csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows in compressed sparse row form: ``(start, column, coefficient)`` arrays."""
+        lengths = np.fromiter((len(c) for c in self.row_cols), dtype=np.int64, count=self.n_rows)
+        start = np.zeros(self.n_rows + 1, dtype=np.int64)
+        np.cumsum(lengths, out=start[1:])
+        n = int(start[-1])
+        index = np.fromiter(itertools.chain.from_iterable(self.row_cols), dtype=np.int32, count=n)
+        value = np.fromiter(itertools.chain.from_iterable(self.row_coefs), dtype=np.float64,
+                            count=n)
+        return start, index, value
+
+    def violations(self, values: np.ndarray, *, tolerance: float) -> list[int]:
+        """Rows (then ``n_rows + j`` for variable ``j``'s bounds) that ``values`` break."""
+        start, index, value = self.csr()
+        rows_of = np.repeat(np.arange(self.n_rows), np.diff(start))
+        activity = np.bincount(rows_of, weights=value * values[index], minlength=self.n_rows)
+        rows = np.flatnonzero((activity < np.asarray(self.row_lb) - tolerance)
+                              | (activity > np.asarray(self.row_ub) + tolerance))
+        binary = np.asarray(self.var_binary, dtype=bool)
+        columns = np.flatnonzero((values < np.asarray(self.var_lb) - tolerance)
+                                 | (values > np.asarray(self.var_ub) + tolerance)
+                                 | (binary & (np.abs(values - np.round(values)) > tolerance)))
+        return rows.tolist() + (columns + self.n_rows).tolist()
+
     def row_activity(self, row: int, values: np.ndarray) -> float:
         """``A[row] . values``."""
         return float(sum(c * values[j] for j, c in zip(self.row_cols[row], self.row_coefs[row],
@@ -87,13 +111,7 @@ def to_matrix_problem(lp: LinearProgram, *, name: str = "autotm") -> Any:
     """``lp`` as a :class:`~autotm_core.solvers.highs.MatrixProblem` (row-wise arrays)."""
     from autotm_core.solvers.highs import MatrixProblem
 
-    lengths = np.fromiter((len(c) for c in lp.row_cols), dtype=np.int64, count=lp.n_rows)
-    start = np.zeros(lp.n_rows + 1, dtype=np.int64)
-    np.cumsum(lengths, out=start[1:])
-    index = np.fromiter(itertools.chain.from_iterable(lp.row_cols), dtype=np.int32,
-                        count=int(start[-1]))
-    value = np.fromiter(itertools.chain.from_iterable(lp.row_coefs), dtype=np.float64,
-                        count=int(start[-1]))
+    start, index, value = lp.csr()
     cost = np.zeros(lp.n_vars)
     if lp.objective:
         cost[np.fromiter(lp.objective.keys(), dtype=np.int64)] = list(lp.objective.values())

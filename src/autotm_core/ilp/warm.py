@@ -1,54 +1,135 @@
-"""Starting values for the solver from a plan made elsewhere (the greedy baseline's)."""
+"""Starting values for the solver from a plan made elsewhere (greedy, first-touch, all-slow).
+
+A verified plan says which pools hold each tensor at each kernel; the model
+knows one state per slot. Each gadget slot takes the state of the pools held at
+its kernel. An interior takes the cheapest state the plan passes through in it
+(the slow pool only, if the plan evicts the tensor there): moving the eviction
+to the interior's start and the fetch to its end costs the same copies and holds
+no more bytes in the fast pool at any step. When the edge wanted was left out
+as dominated (:meth:`~autotm_core.ilp.formulation._Builder._dominated`), the
+state that dominates it is taken instead. Kernel times, configurations and
+occupancies then follow from the states, and the start is checked against
+every row before it is offered.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 
-from autotm_core.ilp.formulation import ModelIndex
+from autotm_core.ilp.formulation import Edge, ModelIndex
+from autotm_core.ilp.gadgets import State
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
 
 logger = logging.getLogger(__name__)
 
+FEASIBILITY_TOLERANCE = 1e-6
+"""Slack allowed on each row when checking a start (the solvers' default tolerance)."""
+
+
+def _held(spans: Sequence[tuple[int, int, int]], first: int, last: int) -> list[frozenset[int]]:
+    """Pools holding the tensor at each kernel ``first..last``."""
+    return [frozenset(p for p, a, b in spans if a <= k <= b) for k in range(first, last + 1)]
+
+
+def _rank(state: State) -> tuple[bool, int, int]:
+    """Cheaper states first: not in the fastest pool, fewer pools, slower usable pool."""
+    return (0 in state.pools, len(state.pools), -state.usable)
+
+
+def _edge(edges: list[Edge], before: int, after: int) -> Edge | None:
+    for e in edges:
+        if e.before == before and e.after == after and e.async_kernel is None:
+            return e
+    return None
+
+
+def _pick(states: tuple[State, ...], wanted: list[int], allowed: dict[int, int],
+          edges: list[Edge], before: int | None) -> int | None:
+    """The first of ``wanted`` (else any allowed state) reachable from ``before``."""
+    candidates = [s for s in wanted if s in allowed]
+    candidates += sorted((s for s in allowed if s not in candidates),
+                         key=lambda s: _rank(states[s]))
+    for s in candidates:
+        if before is None or _edge(edges, before, s) is not None:
+            return s
+    return None
+
+
+def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, int]]
+                   ) -> list[int] | None:
+    states, ts = index.states, index.tensors[t]
+    state_of = {s.pools: i for i, s in enumerate(states)}
+    chosen: list[int] = []
+    for i, (slot, allowed) in enumerate(zip(ts.slots, index.slot_vars[t], strict=True)):
+        held = _held(spans, slot.first, slot.last)
+        seen = [state_of[p] for p in held if p in state_of]
+        if slot.gadget:
+            if not seen:
+                return None
+            # a clean copy the edge needs is kept (the dominating choice), else dropped
+            s = seen[0]
+            wanted = [s, state_of.get(states[s].pools | {states[-1].usable}, s),
+                      state_of.get(frozenset({states[s].usable}), s)]
+        else:
+            wanted = sorted(set(seen), key=lambda s: _rank(states[s]))
+            if chosen and chosen[-1] not in wanted:
+                wanted.append(chosen[-1])
+        before = chosen[-1] if chosen else None
+        edges = index.edges[t][i - 1] if i else []
+        s = _pick(states, wanted, allowed, edges, before)
+        if s is None:
+            return None
+        chosen.append(s)
+    return chosen
+
 
 def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
                          system: MemorySystem) -> np.ndarray | None:
-    """Values of every model variable describing ``plan``; ``None`` when the model cannot.
+    """Values of every model variable describing ``plan`` (or a plan no worse); ``None``
+    when the model cannot express it or the values break a row (the reason is logged).
 
-    The plan's pools at each slot must form one of the model's states and each change
-    must be one of its edges (a synchronous one); otherwise nothing is offered.
+    The objective of the values returned is at most the plan's simulated step time.
     """
     lp = index.lp
     values = np.zeros(lp.n_vars)
     by_tensor: dict[str, list[tuple[int, int, int]]] = {}
     for r in plan.residencies:
         by_tensor.setdefault(r.tensor, []).append((system.pool_index(r.pool), r.first, r.last))
-    state_of = {s.pools: i for i, s in enumerate(index.states)}
-    for ts, slot_vars, edges in zip(index.tensors, index.slot_vars, index.edges, strict=True):
-        spans = by_tensor.get(graph.tensors[ts.tensor].name, [])
-        chosen = []
-        for slot, xs in zip(ts.slots, slot_vars, strict=True):
-            pools = frozenset(p for p, a, b in spans if a <= slot.first and slot.last <= b)
-            s = state_of.get(pools)
-            if s is None or s not in xs:
-                logger.info("warm start: tensor %r is in pools %s at kernel %d, no state of the "
-                            "model", graph.tensors[ts.tensor].name, sorted(pools), slot.first)
-                return None
+    usable: dict[tuple[int, int], int] = {}
+    for t, ts in enumerate(index.tensors):
+        name = graph.tensors[ts.tensor].name
+        chosen = _tensor_states(index, t, by_tensor.get(name, []))
+        if chosen is None:
+            logger.info("warm start: tensor %r's pools in plan %r match no state of the model",
+                        name, plan.planner)
+            return None
+        for slot, xs, s in zip(ts.slots, index.slot_vars[t], chosen, strict=True):
             values[xs[s]] = 1.0
-            chosen.append(s)
-        for i, tr_edges in enumerate(edges):
-            match = [e for e in tr_edges if e.before == chosen[i] and e.after == chosen[i + 1]
-                     and e.async_kernel is None]
-            if not match:
+            if slot.gadget:
+                usable[ts.tensor, slot.first] = index.states[s].usable
+        for i, tr_edges in enumerate(index.edges[t]):
+            edge = _edge(tr_edges, chosen[i], chosen[i + 1])
+            if edge is None:  # not reached: _pick only takes reachable states
                 return None
-            values[match[0].var] = 1.0
+            values[edge.var] = 1.0
+    live = graph.liveness
     for k, zs in enumerate(index.config_vars):
-        if zs:
-            return None  # table costs: configurations are not derived here
-        del k
+        if not zs:
+            continue
+        entries = range(int(live.kernel_ptr[k]), int(live.kernel_ptr[k + 1]))
+        wanted = [usable[int(live.kernel_tensors[e]), k] for e in entries]
+        configs = index.config_pools[k]
+        rows = np.flatnonzero((configs == np.asarray(wanted)).all(axis=1))
+        if rows.size == 0:
+            logger.info("warm start: kernel %r has no configuration %s", graph.kernels[k].name,
+                        wanted)
+            return None
+        values[zs[int(rows[0])]] = 1.0
     for tk, rows in zip(index.kernel_time_vars, index.kernel_time_rows, strict=True):
         best = lp.var_lb[tk]
         for r in rows:
@@ -59,4 +140,9 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
             row = index.occupancy_rows[q][h]
             values[occ[h]] = 0.0
             values[occ[h]] = -lp.row_activity(row, values)
+    broken = lp.violations(values, tolerance=FEASIBILITY_TOLERANCE)
+    if broken:
+        logger.info("warm start: plan %r breaks %d rows of the model (first: row %d)",
+                    plan.planner, len(broken), broken[0])
+        return None
     return values
