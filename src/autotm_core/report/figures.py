@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,7 @@ def figure_svg(fig: Any) -> str:
     fig.savefig(buffer, format="svg")
     pyplot().close(fig)
     text = buffer.getvalue()
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
     return text[text.index("<svg"):]
 
 
