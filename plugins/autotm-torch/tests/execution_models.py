@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 from torch import nn
 
@@ -88,3 +90,41 @@ def case(name: str, optimizer: str = "adam", seed: int = 0):
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     warm_up(opt)
     return model, (x,), nn.CrossEntropyLoss(), (y,), opt
+
+
+def two_pools(fast_nbytes: int = 1 << 30):
+    """A fast and a slow pool (no NUMA node: both bound to the first allowed node)."""
+    from autotm_core.memory import CopyLink, MemorySystem, Pool
+
+    return MemorySystem(
+        name="two-pools", flops_per_second=1e11,
+        pools=(Pool("fast", fast_nbytes, 20e9, 20e9), Pool("slow", None, 10e9, 5e9)),
+        links=(CopyLink("slow", "fast", 10e9, 5e9), CopyLink("fast", "slow", 5e9, 5e9)),
+    )
+
+
+def round_trips(graph, system):
+    """All in the fast pool, except that every activation with a gap of 3 kernels or more
+    between two uses goes to the slow pool and back by asynchronous moves during the gap."""
+    from autotm_core import TensorKind
+    from autotm_core.plans import Move, MoveKind, Residency, make_plan
+
+    live = graph.liveness
+    residencies, moves = [], []
+    for t, tensor in enumerate(graph.tensors):
+        first, last = int(live.first[t]), int(live.last[t])
+        if last < first:
+            continue
+        users = live.users(t).tolist()
+        gap = next(((a, b) for a, b in itertools.pairwise(users) if b - a >= 3), None)
+        if tensor.kind is not TensorKind.ACTIVATION or gap is None:
+            residencies.append(Residency(tensor.name, "fast", first, last))
+            continue
+        a, b = gap
+        residencies += [Residency(tensor.name, "fast", first, a + 1),
+                        Residency(tensor.name, "slow", a + 1, b - 1),
+                        Residency(tensor.name, "fast", b - 1, last)]
+        moves += [Move(tensor.name, "fast", "slow", a + 1, MoveKind.ASYNC),
+                  Move(tensor.name, "slow", "fast", b - 1, MoveKind.ASYNC)]
+    return make_plan(graph, system, residencies=residencies, moves=moves,
+                     planner="test/round-trips")

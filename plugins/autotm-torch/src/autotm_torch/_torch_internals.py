@@ -101,3 +101,10 @@ def tree_leaves(value: Any) -> list[Any]:
     from torch.utils._pytree import tree_leaves as leaves
 
     return leaves(value)
+
+
+def tree_map(fn: Callable[[Any], Any], value: Any) -> Any:
+    """``value`` with ``fn`` applied to every leaf of its tuples, lists and dicts."""
+    from torch.utils._pytree import tree_map as mapped
+
+    return mapped(fn, value)

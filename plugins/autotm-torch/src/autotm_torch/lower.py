@@ -49,6 +49,23 @@ def dtype_name(dtype: torch.dtype) -> str | None:
     return name if name in DTYPE_NBYTES else None
 
 
+UNMARKED_WRITES = {
+    "aten::native_batch_norm": ((3, 4), 5),
+    "aten::cudnn_batch_norm": ((3, 4), 5),
+    "aten::miopen_batch_norm": ((3, 4), 5),
+}
+"""Ops that update arguments their schema does not mark as written: op -> (argument
+positions, position of the ``training`` flag that makes them write). Batch-norm in
+training updates its running statistics in place."""
+
+
+def _unmarked_writes(op: str, args: Any) -> tuple[int, ...]:
+    positions, flag = UNMARKED_WRITES.get(op, ((), None))
+    if flag is None or not (len(args) > flag and args[flag] is True):
+        return ()
+    return positions
+
+
 def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in internals.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
@@ -122,8 +139,10 @@ class _Lowering:
                     key = self.storage(tensor, f"constant:{node.name}", TensorKind.CONSTANT)
                 inputs[key] = None
         written: dict[Any, None] = {}
+        unmarked = _unmarked_writes(schema.name, node.args)
         for i, argument in enumerate(schema.arguments):
-            if argument.alias_info is None or not argument.alias_info.is_write:
+            if (argument.alias_info is None or not argument.alias_info.is_write) \
+                    and i not in unmarked:
                 continue
             value = node.kwargs.get(argument.name, node.args[i] if i < len(node.args) else None)
             for tensor in _tensors(_vals(value)):
@@ -169,4 +188,11 @@ def lower(traced: Traced, *, name: str) -> Graph:
     return _Lowering(traced, name).run()
 
 
-__all__ = ["Role", "lower"]
+def lower_with_storages(traced: Traced, *, name: str) -> tuple[Graph, dict[Any, str]]:
+    """The graph of ``traced`` and the IR tensor of each storage (by :func:`storage_key`)."""
+    lowering = _Lowering(traced, name)
+    graph = lowering.run()
+    return graph, {key: s.name for key, s in lowering.storages.items()}
+
+
+__all__ = ["Role", "lower", "lower_with_storages"]
