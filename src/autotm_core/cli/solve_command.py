@@ -17,7 +17,7 @@ FORMULATIONS = ("static", "synchronous", "asynchronous")
 """Values of ``--formulation``."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "solve", help="plan where every tensor lives and when it moves, by ILP",
         description="Plan a graph by integer linear programming (AutoTM's formulations), give "

@@ -65,7 +65,7 @@ class FittedPlan:
     size)."""
     assignment: Any
     """The last round's :class:`~autotm_core.addresses.OffsetAssignment`."""
-    rounds: tuple[FitRound, ...] = attrs.field(converter=tuple)
+    rounds: tuple[FitRound, ...]
     """Every round, in order."""
     limits: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
     """Per-kernel limits the last round solved under, for the pools the loop tightened."""
@@ -178,7 +178,7 @@ def plan_with_addresses(
         if on_round is not None:
             on_round(fit)
         done = FittedPlan(plan=assignment.plan, result=result, assignment=assignment,
-                          rounds=rounds, limits={p: tuple(int(v) for v in a)
+                          rounds=tuple(rounds), limits={p: tuple(int(v) for v in a)
                                                  for p, a in limits.items()})
         if assignment.fits:
             check_plan(assignment.plan, graph, result.system)
@@ -192,9 +192,9 @@ def plan_with_addresses(
             floor = forced_fast_nbytes(graph, system, options)
         for overflow in assignment.overflows:
             p = system.pool_index(overflow.pool)
-            current = limits.get(overflow.pool)
-            if current is None:
-                current = base[p]
+            current = limits.get(overflow.pool, base[p])
+            if current is None:  # only a pool with a capacity can overflow
+                continue
             limits[overflow.pool] = tighten(
                 current, result.simulation.pool_nbytes[p], overflow.kernels,
                 overflow.excess_nbytes, floor_nbytes=floor if p == 0 else None,
