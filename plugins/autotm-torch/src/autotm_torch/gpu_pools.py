@@ -1,6 +1,6 @@
 """GPU pools: device memory as the fast pool, pinned host memory as the slower ones.
 
-One torch ``uint8`` tensor per arena of the plan's layout, each exactly its
+One zeroed (so pre-faulted) torch ``uint8`` tensor per arena of the plan's layout, each exactly its
 size: the fastest pool's arena (and the workspace scratch arena) on the CUDA
 device, every other arena in pinned host memory. A region is a slice of its
 arena, so kernels write where the plan says.
@@ -71,9 +71,9 @@ class TorchPools:
             fast = i == 0 or request.name == SCRATCH
             try:
                 if fast:
-                    arena = torch.empty(request.nbytes, dtype=torch.uint8, device=self.compute)
+                    arena = torch.zeros(request.nbytes, dtype=torch.uint8, device=self.compute)
                 else:
-                    arena = torch.empty(request.nbytes, dtype=torch.uint8, pin_memory=pin)
+                    arena = torch.zeros(request.nbytes, dtype=torch.uint8, pin_memory=pin)
             except (RuntimeError, MemoryError) as exc:
                 where = self.compute if fast else ("pinned host memory" if pin else "cpu")
                 raise ExecutionError(
