@@ -28,7 +28,7 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
 table { border-collapse: collapse; margin: 0.5em 0; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 tr.knee td { background: #fff3c4; font-weight: bold; }
 tr.best td { background: #d9f2d9; }
