@@ -1,0 +1,73 @@
+"""PNG figures of the evaluation (matplotlib, the optional extra ``plots``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from autotm_core.errors import UsageError
+from autotm_core.evaluation.cells import CellResult
+from autotm_core.evaluation.summary import mean_slowdown, ordered
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError(
+            "plotting the evaluation needs matplotlib, which is not installed",
+            hint="pip install autotm-core[plots]  (or run without plots: --no-plots)",
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def slowdown_per_ratio(results: Sequence[CellResult], path: str | os.PathLike[str], *,
+                       title: str) -> None:
+    """Grouped bars: geometric-mean slowdown of each policy at each limit."""
+    plt = _pyplot()
+    policies = ordered(r.cell.policy for r in results)
+    limits = ordered(r.cell.limit for r in results)
+    width = 0.8 / max(len(policies), 1)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i, policy in enumerate(policies):
+        means = [mean_slowdown([r for r in results if r.cell.limit == limit],
+                               policy=policy).value for limit in limits]
+        xs = [j + (i - (len(policies) - 1) / 2) * width for j in range(len(limits))]
+        ax.bar(xs, [0.0 if m is None else m for m in means], width, label=policy)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(limits)), [f"{limit} (PMM:DRAM)" for limit in limits])
+    ax.set_ylabel("geometric-mean slowdown vs all-DRAM (x)")
+    ax.set_title(title)
+    ax.legend(fontsize="small", ncols=3)
+    _save(fig, plt, path)
+
+
+def slowdown_vs_size(results: Sequence[CellResult], path: str | os.PathLike[str], *,
+                     title: str) -> None:
+    """Lines: slowdown of each policy against the fast limit as a share of peak live bytes."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for policy in ordered(r.cell.policy for r in results):
+        points = sorted((r.fast_capacity_nbytes / r.peak_nbytes, r.slowdown)
+                        for r in results if r.cell.policy == policy and r.slowdown is not None)
+        if points:
+            ax.plot([p[0] * 100 for p in points], [p[1] for p in points], marker="o",
+                    label=policy)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("fast memory, % of peak live bytes")
+    ax.set_ylabel("slowdown vs all-fast (x)")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    _save(fig, plt, path)
+
+
+def _save(fig: Any, plt: Any, path: str | os.PathLike[str]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
