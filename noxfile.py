@@ -36,3 +36,10 @@ def typecheck(session: nox.Session) -> None:
     """mypy over the package."""
     session.install("-e", ".[typecheck]")
     session.run("mypy")
+
+
+@nox.session(python=PYTHONS[-1], default=False)
+def paper(session: nox.Session) -> None:
+    """The paper's evaluation (about 20 min): ``nox -s paper -- --profile full-depth``."""
+    session.install("-e", ".[plots]")
+    session.run("python", "benchmarks/paper_eval.py", *session.posargs)

@@ -21,7 +21,7 @@ from autotm_core.errors import AutotmError
 
 COMMANDS = (
     "info", "plugins", "verify", "simulate", "solve", "baseline", "import", "run", "profile",
-    "calibrate", "sweep", "compare", "explain", "plot",
+    "calibrate", "sweep", "compare", "explain", "plot", "evaluate",
 )
 """Modules of :mod:`autotm_core.cli` that define a command, in the order --help lists them."""
 
