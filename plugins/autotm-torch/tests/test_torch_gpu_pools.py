@@ -84,7 +84,7 @@ def test_a_step_through_torch_pools_equals_eager(mlp, planner):
         plan = greedy(step.graph, system, fast_capacity_nbytes=step.graph.liveness.peak_nbytes // 2)
     else:
         plan = round_trips(step.graph, system)
-    plan = fit_addresses(plan, step.graph, system)
+    plan, system = fit_addresses(plan, step.graph, system)
     run = run_plan(step, plan, system, initial, pools=TorchPools, repeat=2)
     assert run.pools == ("cuda" if cuda_available() else "cpu-test")
     assert (run.sync_nbytes if planner == "greedy" else run.async_nbytes) > 0

@@ -1,0 +1,220 @@
+"""GPU check: profile, plan and execute a small ResNet training step under a device-memory limit.
+
+Run on a machine with a CUDA GPU (one short run, a few minutes)::
+
+    python benchmarks/gpu_check.py [--batch 128] [--width 48] [--ratio 0.5] [--repeat 5]
+
+1. Captures one training step (SGD with momentum) of a small ResNet on the GPU
+   (fake tensors), and measures host<->device copy bandwidth with pinned memory.
+2. *Profiles*: runs the all-in-device plan with the real ATen kernels in a device
+   arena (CUDA-event time per kernel, median of the repetitions). Costs: a
+   kernel takes its measured time, plus, for each tensor it finds in host
+   memory, staging it over PCIe (both ways when written) at the measured rate.
+3. *Plans* with the device pool limited to ``ratio`` x the step's peak live
+   bytes: greedy (synchronous moves) and, when time allows, the ILP (synchronous).
+4. *Executes* each plan with real kernels: device arena + pinned host arena,
+   synchronous copies on the compute stream, asynchronous ones on a side stream.
+   Prints measured against predicted (simulator) step time, the slowdown against
+   all-in-device, and the largest difference of loss and gradients from eager PyTorch.
+
+Without a GPU it says so and exits with status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+
+def _model(width: int):
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, c_in: int, c_out: int, stride: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c_out)
+            self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c_out)
+            self.short = nn.Sequential()
+            if stride != 1 or c_in != c_out:
+                self.short = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False),
+                                           nn.BatchNorm2d(c_out))
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            return torch.relu(self.bn2(self.conv2(y)) + self.short(x))
+
+    class ResNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False),
+                                      nn.BatchNorm2d(width), nn.ReLU())
+            self.layers = nn.Sequential(Block(width, width, 1), Block(width, width, 1),
+                                        Block(width, 2 * width, 2), Block(2 * width, 2 * width, 1),
+                                        Block(2 * width, 4 * width, 2))
+            self.fc = nn.Linear(4 * width, 10)
+
+        def forward(self, x):
+            x = self.layers(self.stem(x))
+            return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+    return ResNet()
+
+
+def _bandwidths(device: str, nbytes: int = 256 << 20) -> dict[str, float]:
+    """Bytes per second of pinned host->device, device->host and device->device copies."""
+    import torch
+
+    host = torch.zeros(nbytes, dtype=torch.uint8, pin_memory=device == "cuda")
+    dev = torch.zeros(nbytes, dtype=torch.uint8, device=device)
+    dev2 = torch.zeros(nbytes, dtype=torch.uint8, device=device)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    found = {}
+    for name, (src, dst) in {"h2d": (host, dev), "d2h": (dev, host), "d2d": (dev, dev2)}.items():
+        dst.copy_(src)
+        sync()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            dst.copy_(src, non_blocking=True)
+            sync()
+            times.append(time.perf_counter() - start)
+        found[name] = nbytes / float(np.median(times))
+    return found
+
+
+def _system(rates: dict[str, float], fast_nbytes: int | None):
+    from autotm_core.memory import CopyLink, MemorySystem, Pool
+
+    return MemorySystem(
+        name="gpu-measured", flops_per_second=50e12,
+        description="this GPU's device memory + pinned host memory, copy rates measured",
+        pools=(Pool("hbm", fast_nbytes, rates["d2d"], rates["d2d"], device="cuda:0"),
+               Pool("host", None, rates["h2d"], rates["d2h"], device="host-pinned")),
+        links=(CopyLink("host", "hbm", rates["h2d"], rates["h2d"]),
+               CopyLink("hbm", "host", rates["d2h"], rates["d2h"])),
+    )
+
+
+def _costs(graph, kernel_seconds, rates):
+    """Measured all-in-device time per kernel, plus staging each host-resident tensor."""
+    from autotm_core.costs.model import SeparableCosts
+
+    live = graph.liveness
+    n_entries = len(live.kernel_tensors)
+    coefficients = np.zeros((n_entries, 1, 2))
+    nbytes = live.nbytes[live.kernel_tensors]
+    coefficients[:, 0, 1] = (nbytes / rates["h2d"]) * live.kernel_reads + \
+        (nbytes / rates["d2h"]) * live.kernel_writes
+    return SeparableCosts(n_pools=2, kernel_ptr=live.kernel_ptr,
+                          constants=np.asarray(kernel_seconds, dtype=np.float64)[:, None],
+                          coefficients=coefficients)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--width", type=int, default=48)
+    parser.add_argument("--ratio", type=float, default=0.5, help="device limit / peak live bytes")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ilp-seconds", type=float, default=90.0)
+    parser.add_argument("--cpu-test", action="store_true",
+                        help="run the whole check on the CPU (GPU pools' test mode), to try it")
+    args = parser.parse_args(argv)
+    import functools
+
+    import torch
+
+    device = "cpu" if args.cpu_test else "cuda"
+    if device == "cuda" and not torch.cuda.is_available():
+        print(f"gpu_check: no GPU here (torch {torch.__version__}, CUDA not available); "
+              "nothing to measure.")
+        return 0
+    from autotm_torch.capture import capture
+    from autotm_torch.gpu_pools import TorchPools
+    from autotm_torch.real_kernels import captured_step, fit_addresses, run_plan
+    from autotm_torch.step_values import clone_values, eager_step, step_values, warm_up
+
+    from autotm_core.baselines import all_fast, greedy
+    from autotm_core.simulation import simulate
+    from autotm_core.units import format_bytes
+
+    started = time.perf_counter()
+    torch.manual_seed(0)
+    model = _model(args.width).to(device)
+    x = torch.randn(args.batch, 3, 32, 32, device=device)
+    y = torch.randint(0, 10, (args.batch,), device=device)
+    pools = functools.partial(TorchPools, device=device)
+    loss = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    warm_up(opt)
+    traced = capture(model, (x,), loss=loss, targets=(y,), optimizer=opt)
+    step = captured_step(traced, name=f"resnet batch {args.batch} width {args.width}")
+    graph = step.graph
+    values = step_values(traced, model=model, inputs=(x,), targets=(y,), optimizer=opt)
+    initial = clone_values(values)
+    peak = graph.liveness.peak_nbytes
+    rates = _bandwidths(device)
+    where = torch.cuda.get_device_name() if device == "cuda" else "CPU test mode"
+    print(f"{where}: {len(graph.kernels)} kernels, peak live "
+          f"{format_bytes(peak)}; copies h2d {rates['h2d'] / 1e9:.1f} GB/s, d2h "
+          f"{rates['d2h'] / 1e9:.1f} GB/s, d2d {rates['d2d'] / 1e9:.0f} GB/s "
+          f"(set-up {time.perf_counter() - started:.0f} s)")
+
+    roomy = _system(rates, 2 * peak + (64 << 20))
+    ideal, roomy = fit_addresses(all_fast(graph, roomy), graph, roomy)
+    base = run_plan(step, ideal, roomy, initial, pools=pools, repeat=args.repeat)
+    costs = _costs(graph, base.kernel_seconds, rates)
+    limit = int(args.ratio * peak)
+    limited = _system(rates, limit)
+    plans = {"all-in-device": (ideal, roomy)}
+    plans["greedy"] = fit_addresses(greedy(graph, limited), graph, limited)
+    try:
+        from autotm_core.ilp.planner import plan_graph
+
+        result = plan_graph(graph, limited, costs=costs, time_limit_seconds=args.ilp_seconds)
+        plans["ilp-sync"] = fit_addresses(result.plan, graph, limited)
+    except Exception as exc:  # the check goes on with the other plans
+        print(f"ilp: no plan ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+
+    eager = eager_step(model, (x,), loss=loss, targets=(y,), optimizer=opt)
+    after = {r.name: v.detach().to("cpu") for r, v in zip(traced.inputs, values, strict=True)}
+    rows = []
+    ideal_seconds = None
+    copied_ops: dict[str, int] = {}
+    for name, (plan, system) in plans.items():
+        run = base if name == "all-in-device" else run_plan(
+            step, plan, system, initial, pools=pools, repeat=args.repeat)
+        measured = float(np.median(run.step_seconds))
+        ideal_seconds = ideal_seconds or measured
+        predicted = float(simulate(plan, graph, system, costs).step_seconds)
+        diffs = [float((run.outputs[0] - eager.loss.cpu()).abs().max())]
+        diffs += [float((g - eager.grads[r.name].cpu()).abs().max())
+                  for r, g in zip(traced.outputs[1:], run.outputs[1:], strict=True)]
+        diffs += [float((v - after[k]).abs().max()) for k, v in run.final.items()]
+        fast = plan.capacities.get("hbm")
+        rows.append((name, fast, measured, predicted, measured / ideal_seconds, max(diffs),
+                     run.sync_nbytes + run.async_nbytes, run.staged_nbytes,
+                     sum(run.copied.values())))
+        copied_ops = run.copied
+    print(f"\ndevice limit {format_bytes(limit)} ({args.ratio:.2f} x peak); "
+          f"median of {args.repeat} steps; total {time.perf_counter() - started:.0f} s")
+    print(f"{'plan':14} {'hbm arena':>10} {'measured':>10} {'predicted':>10} {'error':>7} "
+          f"{'slowdown':>8} {'moved':>10} {'staged':>10} {'copied ops':>10} {'max |diff|':>10}")
+    for name, fast, measured, predicted, slowdown, diff, moved, staged, copied in rows:
+        error = (predicted - measured) / measured
+        print(f"{name:14} {format_bytes(fast or 0):>10} {measured * 1e3:>8.2f}ms "
+              f"{predicted * 1e3:>8.2f}ms {error:>+7.1%} {slowdown:>7.2f}x "
+              f"{format_bytes(moved):>10} {format_bytes(staged):>10} {copied:>10} {diff:>10.2e}")
+    print("ops whose results were copied into the arena (no usable out= variant): "
+          + (", ".join(f"{op} x{n}" for op, n in copied_ops.items()) or "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
