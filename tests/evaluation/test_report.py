@@ -83,3 +83,13 @@ def test_tiny_profile_report_without_results(tmp_path: Path) -> None:
     text = write_report([], tiny_profile(), docs_dir=tmp_path, command="c",
                         plots=False).read_text()
     assert "_not run_" in text
+
+
+def test_solver_notes_count_plans_no_better_than_greedy() -> None:
+    from autotm_core.evaluation.markdown import solver_notes
+
+    results = [result("a", "1:1", "synchronous", 1.3), result("a", "1:1", "static", 1.2),
+               result("a", "1:1", "greedy", 1.3), result("b", "1:1", "synchronous", 1.1),
+               result("b", "1:1", "greedy", 1.4)]
+    assert "Of 3 ILP plans" in solver_notes(results)
+    assert "and 1 are no better than the greedy" in solver_notes(results)

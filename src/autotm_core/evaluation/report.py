@@ -39,9 +39,10 @@ DIFFERENCES = """\
   plan may be; a cell whose solve found no plan in time is listed under *Cells without a
   plan* and left out of the means (the count is shown next to a mean when cells are
   missing).
-- **2LM** is a cache simulation (4 KiB lines, LRU, warmed by one step) under the same
-  roofline costs, not Intel's Memory Mode hardware (64 B lines, direct-mapped, with its
-  conflict misses and dirty write-backs of every line).
+- **2LM** is a cache simulation (direct-mapped as the hardware, but 4 KiB lines instead of
+  64 B for speed, warmed by one step) under the same roofline costs, not Intel's Memory
+  Mode measured on the machine; what the real cache costs beyond its hits and misses
+  (tag and metadata traffic, the memory controller's scheduling) is not modelled.
 - **AutoTM's headline** is compared with the better of our static and synchronous plans
   at each point (the paper's Optane results used those two formulations); the
   asynchronous formulation, which the paper used on the GPU, is shown separately."""
