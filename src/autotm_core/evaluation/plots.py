@@ -40,10 +40,12 @@ def slowdown_per_ratio(results: Sequence[CellResult], path: str | os.PathLike[st
         xs = [j + (i - (len(policies) - 1) / 2) * width for j in range(len(limits))]
         ax.bar(xs, [0.0 if m is None else m for m in means], width, label=policy)
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(limits)), [f"{limit} (PMM:DRAM)" for limit in limits])
+    ax.set_xticks(range(len(limits)), [f"{limit} (slow:fast)" if ":" in limit else limit
+                                       for limit in limits])
     ax.set_ylabel("geometric-mean slowdown vs all-DRAM (x)")
     ax.set_title(title)
-    ax.legend(fontsize="small", ncols=3)
+    ax.legend(fontsize="small", ncols=len(policies), loc="upper center",
+              bbox_to_anchor=(0.5, -0.1))
     _save(fig, plt, path)
 
 
