@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from autotm_torch.capture import capture
     from autotm_torch.gpu_pools import TorchPools
-    from autotm_torch.real_kernels import captured_step, fit_addresses, run_plan
+    from autotm_torch.plan_addresses import fit_addresses
+    from autotm_torch.real_kernels import captured_step, run_plan
     from autotm_torch.step_values import clone_values, eager_step, step_values, warm_up
 
     from autotm_core.baselines import all_fast, greedy

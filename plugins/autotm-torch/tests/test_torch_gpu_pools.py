@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 
 from autotm_torch.capture import capture  # noqa: E402
 from autotm_torch.gpu_pools import TorchPools, cuda_available  # noqa: E402
-from autotm_torch.real_kernels import captured_step, fit_addresses, run_plan  # noqa: E402
+from autotm_torch.plan_addresses import fit_addresses  # noqa: E402
+from autotm_torch.real_kernels import captured_step, run_plan  # noqa: E402
 from autotm_torch.step_values import clone_values, eager_step, step_values  # noqa: E402
 from execution_models import case, round_trips, two_pools  # noqa: E402
 
