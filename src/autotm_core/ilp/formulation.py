@@ -193,7 +193,7 @@ class _Builder:
         self.bounded = [q for q, c in enumerate(capacities)
                         if c is not None and not self._never_binds(q, c)]
         # Exact edge reductions (see :meth:`_dominated`) are proven for two pools, synchronous.
-        self.reduce = (len(system.pools) == 2
+        self.reduce = (options.reduce and len(system.pools) == 2
                        and options.formulation is Formulation.SYNCHRONOUS)
         self.slow_unbounded = len(system.pools) - 1 not in self.bounded
         # Per bounded pool, per half step: (variable, bytes) terms of the change in occupancy.

@@ -75,6 +75,9 @@ class FormulationOptions:
     did, and left them out of the capacity; here they count towards it)."""
     pinned_kinds: frozenset[TensorKind] = attrs.field(default=PINNABLE_KINDS, converter=frozenset)
     """Kinds pinned when :attr:`pin_to_fast` is set."""
+    reduce: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    """Leave out edges that cannot change the optimum (two pools, synchronous; see
+    ``formulation._Builder._dominated``); off only to compare models."""
     capacities: Mapping[str, int | tuple[int, ...]] = attrs.field(
         factory=dict, converter=_to_capacities, validator=_capacity_value)
     """Limit per pool name, overriding the memory system's: one number of bytes for the whole

@@ -101,6 +101,7 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
     for r in plan.residencies:
         by_tensor.setdefault(r.tensor, []).append((system.pool_index(r.pool), r.first, r.last))
     usable: dict[tuple[int, int], int] = {}
+    tables = any(index.config_vars)
     for t, ts in enumerate(index.tensors):
         name = graph.tensors[ts.tensor].name
         chosen = _tensor_states(index, t, by_tensor.get(name, []))
@@ -110,8 +111,9 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
             return None
         for slot, xs, s in zip(ts.slots, index.slot_vars[t], chosen, strict=True):
             values[xs[s]] = 1.0
-            if slot.gadget:
-                usable[ts.tensor, slot.first] = index.states[s].usable
+            if slot.gadget and tables:  # a static slot spans every use
+                for k in range(slot.first, slot.last + 1):
+                    usable[ts.tensor, k] = index.states[s].usable
         for i, tr_edges in enumerate(index.edges[t]):
             edge = _edge(tr_edges, chosen[i], chosen[i + 1])
             if edge is None:  # not reached: _pick only takes reachable states
