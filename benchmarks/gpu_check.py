@@ -2,7 +2,7 @@
 
 Run on a machine with a CUDA GPU (one short run, a few minutes)::
 
-    python benchmarks/gpu_check.py [--batch 128] [--width 48] [--ratio 0.5] [--repeat 5]
+    python benchmarks/gpu_check.py [--batch 256] [--width 64] [--ratio 0.5] [--repeat 5]
 
 1. Captures one training step (SGD with momentum) of a small ResNet on the GPU
    (fake tensors), and measures host<->device copy bandwidth with pinned memory.
@@ -118,8 +118,8 @@ def _costs(graph, kernel_seconds, rates):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--width", type=int, default=48)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--ratio", type=float, default=0.5, help="device limit / peak live bytes")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ilp-seconds", type=float, default=90.0)
