@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from autotm_core.costs import roofline_costs
-from autotm_core.errors import CapacityError
-from autotm_core.ilp.planner import plan_graph
 from autotm_core.costs.model import TableCosts
+from autotm_core.errors import CapacityError
 from autotm_core.ilp.options import FormulationOptions
+from autotm_core.ilp.planner import plan_graph
 from autotm_core.ir import GraphBuilder, TensorKind
 from autotm_core.memory import MemorySystem, Pool, preset
 

@@ -1,0 +1,51 @@
+"""Warm starts: every verified baseline plan maps onto a feasible start no slower than it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autotm_core.baselines import all_slow, first_touch, greedy
+from autotm_core.costs import roofline_costs
+from autotm_core.examples.networks import training_chain
+from autotm_core.ilp.formulation import build_program
+from autotm_core.ilp.lp import to_matrix_problem
+from autotm_core.ilp.warm import FEASIBILITY_TOLERANCE, warm_start_from_plan
+from autotm_core.memory import preset
+from autotm_core.simulation import simulate
+from autotm_core.solvers import SolverConfig
+
+
+def chain_setting():
+    graph = training_chain(10)
+    system = preset("optane-2019").with_capacity("dram", graph.liveness.peak_nbytes // 2)
+    return graph, system, roofline_costs(graph, system)
+
+
+@pytest.mark.parametrize("baseline", [greedy, first_touch, all_slow])
+def test_baseline_plans_map_to_feasible_starts_no_slower(baseline):
+    graph, system, costs = chain_setting()
+    index = build_program(graph, costs, system)
+    plan = baseline(graph, system)
+    values = warm_start_from_plan(index, plan, graph, system)
+    assert values is not None
+    assert index.lp.violations(values, tolerance=FEASIBILITY_TOLERANCE) == []
+    objective = sum(c * values[j] for j, c in index.lp.objective.items())
+    simulated = float(simulate(plan, graph, system, costs).step_seconds)
+    assert index.objective_seconds(objective) <= simulated * (1 + 1e-9)
+
+
+@pytest.mark.highs
+def test_highs_takes_the_greedy_start_as_its_first_solution():
+    from autotm_core.solvers.highs import solve_matrix
+
+    graph, system, costs = chain_setting()
+    index = build_program(graph, costs, system)
+    values = warm_start_from_plan(index, greedy(graph, system), graph, system)
+    greedy_objective = float(np.dot(to_matrix_problem(index.lp).cost, values))
+    # No node, no heuristic: only the start can give a solution.
+    config = SolverConfig(options={"mip_max_nodes": 0, "mip_heuristic_effort": 0.0,
+                                   "presolve": "off"})
+    result, _ = solve_matrix(to_matrix_problem(index.lp), config=config, start=values)
+    assert result.has_solution
+    assert result.objective <= greedy_objective * (1 + 1e-9)
