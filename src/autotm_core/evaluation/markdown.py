@@ -183,7 +183,10 @@ def render(results: Sequence[CellResult], profile: Profile, *, command: str,
         "**prediction** of the simulator under the analytic roofline cost model of each "
         "memory-system preset, not a measurement (see *Differences from the paper*).",
         "",
-        f"- Command: `{command}`",
+        f"- Command: `{command}` (also `python -m autotm_core evaluate`, or `nox -s paper`); "
+        "an interrupted run resumes from its results file `docs/results-PROFILE.json`. The "
+        "paper's own networks: `--profile full-depth --time-limit 300`; its exact batch "
+        "sizes: `--profile paper` (hours).",
         f"- Versions: {version_text}",
         f"- Profile `{profile.name}`: {profile.description}.",
         f"- ILP: HiGHS, {profile.relative_gap * 100:g}% relative gap, "
