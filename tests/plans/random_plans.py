@@ -96,6 +96,9 @@ def random_plan(graph: Graph, system: MemorySystem, seed: int, *, move_rate: flo
     names = [pool.name for pool in system.pools]
     residencies: list[Residency] = []
     moves: list[Move] = []
+    owner = np.repeat(np.arange(len(graph.kernels)), np.diff(live.kernel_ptr))
+    writes = set(zip(live.kernel_tensors[live.kernel_writes].tolist(),
+                     owner[live.kernel_writes].tolist(), strict=True))
     for t, tensor in enumerate(graph.tensors):
         first, last = int(live.first[t]), int(live.last[t])
         if last < first:
@@ -103,9 +106,12 @@ def random_plan(graph: Graph, system: MemorySystem, seed: int, *, move_rate: flo
         allowed = [p for p in range(n_pools) if tensor.pools is None or names[p] in tensor.pools]
         open_: dict[int, int] = {int(rng.choice(allowed)): first}  # pool -> first kernel
         for k in range(first, last + 1):
+            written = (t, k) in writes
             if rng.random() >= move_rate:
+                if written:
+                    _keep_only_written_copy(tensor.name, names, open_, k, residencies, set())
                 continue
-            kind = MoveKind.ASYNC if rng.random() < 0.5 else MoveKind.SYNC
+            kind = MoveKind.ASYNC if rng.random() < 0.5 and not written else MoveKind.SYNC
             # Sync moves copy from a residency that covers k-1; async ones from one that covers
             # k and is not itself still arriving during k.
             sources = [
@@ -115,6 +121,8 @@ def random_plan(graph: Graph, system: MemorySystem, seed: int, *, move_rate: flo
             ]
             targets = [p for p in allowed if p not in open_]
             if not sources or not targets:
+                if written:
+                    _keep_only_written_copy(tensor.name, names, open_, k, residencies, set())
                 continue
             source, target = int(rng.choice(sources)), int(rng.choice(targets))
             moves.append(Move(tensor.name, names[source], names[target], k, kind))
@@ -122,6 +130,18 @@ def random_plan(graph: Graph, system: MemorySystem, seed: int, *, move_rate: flo
             if rng.random() < 0.6:  # drop the source copy once the move is done
                 end = k - 1 if kind is MoveKind.SYNC else k
                 residencies.append(Residency(tensor.name, names[source], open_.pop(source), end))
+            if written:
+                in_flight = {target} if kind is MoveKind.ASYNC else set()
+                _keep_only_written_copy(tensor.name, names, open_, k, residencies, in_flight)
         for p, start in open_.items():
             residencies.append(Residency(tensor.name, names[p], start, last))
     return make_plan(graph, system, residencies=residencies, moves=moves, planner="random")
+
+
+def _keep_only_written_copy(tensor: str, names: list[str], open_: dict[int, int], k: int,
+                            residencies: list[Residency], in_flight: set[int]) -> None:
+    """Kernel ``k`` writes the tensor in its fastest usable copy: every other copy ends at ``k``."""
+    usable = [p for p, start in open_.items() if start <= k and p not in in_flight]
+    written = min(usable)
+    for p in [p for p in open_ if p != written]:
+        residencies.append(Residency(tensor, names[p], open_.pop(p), k))

@@ -6,7 +6,8 @@ import attrs
 import pytest
 
 from autotm_core.errors import PlanError
-from autotm_core.plans import Move, MoveKind, Plan, Residency, check_plan, verify_plan
+from autotm_core.ir import GraphBuilder
+from autotm_core.plans import Move, MoveKind, Plan, Residency, check_plan, make_plan, verify_plan
 
 from .random_plans import tiny_graph, tiny_plan, tiny_system
 
@@ -214,3 +215,26 @@ def test_offsets() -> None:
     one_problem_with(replace_residency(plan, "c", "fast", offset=None), "'fast'", "'c'", "do not")
     # loss (born at k3) may reuse b's bytes: b is gone after k2.
     assert problems_of(replace_residency(plan, "loss", "fast", offset=300)) == []
+
+
+def test_a_write_leaves_no_stale_copy() -> None:
+    g = GraphBuilder("in-place")
+    a = g.tensor("a", nbytes=100)
+    out = g.tensor("out", nbytes=8, kind="output")
+    g.kernel("make", op="fill", outputs=[a])
+    g.kernel("update", op="scale_", inputs=[a], outputs=[a])
+    g.kernel("read", op="sum", inputs=[a], outputs=[out])
+    graph, system = g.build(), tiny_system()
+
+    def plan_keeping_slow_until(last: int) -> Plan:
+        return make_plan(
+            graph, system, planner="hand",
+            residencies=[Residency("a", "fast", 0, 2), Residency("a", "slow", 1, last),
+                         Residency("out", "fast", 2, 2)],
+            moves=[Move("a", "fast", "slow", 1)],
+        )
+
+    assert verify_plan(plan_keeping_slow_until(1), graph, system) == []
+    problems = verify_plan(plan_keeping_slow_until(2), graph, system)
+    assert any("'update'" in p and "'a'" in p and "'slow'" in p and "old value" in p
+               for p in problems), problems

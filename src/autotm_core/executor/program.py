@@ -82,6 +82,10 @@ class Program:
     """Tensor of each :attr:`final` row."""
 
 
+def _held_at(rows: Sequence[tuple[int, int, int]], k: int) -> bool:
+    return any(first <= k <= last for first, last, _ in rows)
+
+
 def build_program(
     plan: Plan, graph: Graph, layout: Layout, *, flops: Sequence[float], flops_scale: float = 1.0
 ) -> Program:
@@ -161,7 +165,12 @@ def build_program(
     final, final_tensors = [], []
     for tensor in graph.tensors:
         if tensor.kind.survives_step and tensor.name in last_write and n:
-            arena, offset, _ = place(tensor.name, last_write[tensor.name][2], n - 1, "the end")
+            # The verifier lets no stale copy outlive a write: any copy held at the end is current.
+            pool = last_write[tensor.name][2]
+            if not _held_at(spans.get((tensor.name, pool), ()), n - 1):
+                pool = next(q for (name, q), rows in spans.items()
+                            if name == tensor.name and _held_at(rows, n - 1))
+            arena, offset, _ = place(tensor.name, pool, n - 1, "the end")
             final.append((arena, offset, tensor.nbytes, 0, READ))
             final_tensors.append(tensor.name)
 

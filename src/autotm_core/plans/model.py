@@ -75,6 +75,10 @@ class Move:
     """Blocking or overlapping."""
 
 
+def _to_configs(configs: Any) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(row) for row in configs)
+
+
 @attrs.frozen(slots=True)
 class Plan:
     """What a planner decided; everything downstream (verify, simulate, run) reads this."""
@@ -89,7 +93,7 @@ class Plan:
     """Where each tensor lives over time."""
     moves: tuple[Move, ...] = attrs.field(converter=tuple)
     """Every copy between pools."""
-    configs: tuple[tuple[str, ...], ...] = attrs.field(converter=lambda c: tuple(tuple(x) for x in c))
+    configs: tuple[tuple[str, ...], ...] = attrs.field(converter=_to_configs)
     """For each kernel, the pool of each of its tensors (``Kernel.tensors`` order)."""
     planner: str = ""
     """Who made it, e.g. ``"ilp/synchronous"`` or ``"baseline/first-touch"``."""

@@ -59,6 +59,7 @@ def verify_plan(plan: Plan, graph: Graph, system: MemorySystem) -> list[str]:
     problems += checker.beginnings(valid)
     problems += checker.coverage(valid)
     problems += checker.configs()
+    problems += checker.stale_copies()
     problems += checker.moves()
     problems += check_memory(plan, graph, system, arrays, valid, checker.kernel)
     return problems
@@ -313,6 +314,29 @@ class _Checker:
             "source copy, or move it earlier",
             "kernels using a copy in flight",
         )
+        return out
+
+    def stale_copies(self) -> list[str]:
+        """A kernel writing a tensor leaves no other copy of it holding the old value."""
+        live = self.live
+        owner = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(live.kernel_ptr))
+        entries = np.flatnonzero(live.kernel_writes & (self.a.entry_pools >= 0)
+                                 & (owner < self.n - 1))
+        t, p, k = live.kernel_tensors[entries], self.a.entry_pools[entries], owner[entries]
+        out: list[str] = []
+        for q in range(len(self.pool_names)):
+            other = p != q
+            qs = np.full(len(t), q, dtype=np.int64)
+            stale = (other & self.covered(t, qs, k) & self.covered(t, qs, k + 1)
+                     & ~self.begins(t, qs, k + 1))
+            out += self._report(
+                stale,
+                lambda i, q=q: f"{self.kernel(k[i])} writes tensor {self.tensor_names[t[i]]!r} in "
+                f"pool {self.pool_names[p[i]]!r}, but its copy in pool {self.pool_names[q]!r} "
+                "lives on with the old value; end that residency at this kernel or copy the new "
+                "value into it",
+                "stale copies kept after a write",
+            )
         return out
 
     def moves(self) -> list[str]:
