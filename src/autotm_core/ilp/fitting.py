@@ -151,12 +151,13 @@ def plan_with_addresses(
     limits: dict[str, np.ndarray] = {}
     rounds: list[FitRound] = []
     floor = None
+    previous: tuple[Plan, ...] = ()  # each round starts from the last one's plan when it fits
     for number in range(1, max_rounds + 1):
         capacities = {**options.capacities, **{p: tuple(int(v) for v in a)
                                                 for p, a in limits.items()}}
         try:
             result = plan_graph(graph, system, options=attrs.evolve(options, capacities=capacities),
-                                **plan_graph_kwargs)
+                                start_plans=previous, **plan_graph_kwargs)
         except CapacityError as exc:
             if not limits:
                 raise
@@ -188,6 +189,7 @@ def plan_with_addresses(
             return done
         if number == max_rounds:
             break
+        previous = (result.plan,)
         if floor is None:
             floor = forced_fast_nbytes(graph, system, options)
         for overflow in assignment.overflows:

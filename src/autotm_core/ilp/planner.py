@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 import math
 import time
 from typing import Any
@@ -67,6 +68,7 @@ def plan_graph(
     costs: KernelCosts | None = None,
     options: FormulationOptions | None = None,
     warm_start: bool = True,
+    start_plans: Sequence[Plan] = (),
     log_to_terminal: bool = False,
 ) -> PlanResult:
     """Plan ``graph`` on ``system`` by ILP; the plan is verified and simulated.
@@ -76,6 +78,10 @@ def plan_graph(
     fits (saying which kernel and the smallest capacity that could), and
     :class:`SolverError` when the solver finds no plan or the plan's simulated time
     differs from the model's objective.
+
+    With ``warm_start``, the solver starts from the best of the greedy baseline's plan and
+    ``start_plans`` (e.g. the plan of a neighbouring capacity in a sweep, or the previous
+    round of address fitting) that the model can express and that fits its limits.
     """
     from autotm_core.costs import resolve_costs
     from autotm_core.ilp.decode import decode_plan
@@ -101,7 +107,7 @@ def plan_graph(
                 index.lp.n_vars, index.lp.n_binaries, index.lp.n_rows, index.lp.n_nonzeros,
                 build_seconds)
 
-    start = _greedy_start(index, graph, system) if warm_start else None
+    start = _best_start(index, graph, system, start_plans) if warm_start else None
     config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
                           log_to_terminal=log_to_terminal, warm_start=start is not None)
     result, values = solve_program(index, backend, config, start=start, name=graph.name)
@@ -139,16 +145,27 @@ def plan_graph(
                       system=system)
 
 
-def _greedy_start(index: Any, graph: Graph, system: MemorySystem) -> Any:
+def _best_start(index: Any, graph: Graph, system: MemorySystem,
+                start_plans: Sequence[Plan]) -> Any:
+    """Model values of the cheapest candidate plan the model can express, or ``None``."""
     from autotm_core.baselines import greedy
     from autotm_core.ilp.warm import warm_start_from_plan
 
+    candidates = list(start_plans)
     try:
-        plan = greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes)
+        candidates.append(greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes))
     except AutotmError as exc:
-        logger.info("no warm start: the greedy baseline failed (%s)", exc)
-        return None
-    return warm_start_from_plan(index, plan, graph, system)
+        logger.info("no greedy warm start: the greedy baseline failed (%s)", exc)
+    objective = index.lp.objective
+    best, best_cost = None, float("inf")
+    for plan in candidates:
+        values = warm_start_from_plan(index, plan, graph, system)
+        if values is None:
+            continue
+        cost = sum(c * values[v] for v, c in objective.items())
+        if cost < best_cost:
+            best, best_cost = values, cost
+    return best
 
 
 def _check_objective(objective_seconds: float, simulated_seconds: float, graph: Graph) -> None:
