@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
