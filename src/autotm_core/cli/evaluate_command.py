@@ -61,9 +61,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         results = [done[c.key] for c in profile_cells(profile) if c.key in done]
         wall = None
     else:
+        planned: list[str] = []
         results = run_evaluation(profile, results_path=results_path,
-                                 progress=_progress(console, started))
-        wall = time.perf_counter() - started
+                                 progress=_progress(console, started, planned))
+        wall = time.perf_counter() - started if planned else None
     command = "python benchmarks/paper_eval.py " + shlex.join(
         a for a in sys.argv[1:] if a != "evaluate") if sys.argv else "evaluate"
     path = write_report(results, profile, docs_dir=args.docs, command=command.strip(),
@@ -72,9 +73,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _progress(console: Console, started: float):  # type: ignore[no-untyped-def]
+def _progress(console: Console, started: float, planned: list[str]):  # type: ignore[no-untyped-def]
     def report(index: int, total: int, cell, result) -> None:  # type: ignore[no-untyped-def]
         if result is None:
+            planned.append(cell.key)
             return
         elapsed = time.perf_counter() - started
         slowdown = "-" if result.slowdown is None else f"{result.slowdown:.3f}x"

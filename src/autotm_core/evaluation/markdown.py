@@ -39,6 +39,12 @@ def grid_section(results: Sequence[CellResult]) -> str:
     labels = ordered(r.cell.label for r in results)
     limits = ordered(r.cell.limit for r in results)
     cells = lookup(results)
+    if len(labels) == 1:
+        rows = [[_limit_text(limit), format_bytes(_capacity(results, limit))]
+                + [percent(cells[(labels[0], limit, p)].slowdown)
+                   if (labels[0], limit, p) in cells else "-" for p in policies]
+                for limit in limits]
+        return f"{labels[0]}:\n\n" + table(["fast memory", "fast limit", *policies], rows)
     parts = []
     for limit in limits:
         rows = [[label] + [percent(cells[(label, limit, p)].slowdown)
@@ -63,8 +69,12 @@ def _mean(results: Sequence[CellResult], policy: str) -> str:
 
 def _limit_text(limit: str) -> str:
     if ":" in limit:
-        return f"PMM:DRAM {limit} (peak live / ({limit.split(':')[0]}/{limit.split(':')[1]} + 1))"
+        return f"slow:fast {limit} (peak live / ({limit.split(':')[0]}/{limit.split(':')[1]} + 1))"
     return limit
+
+
+def _capacity(results: Sequence[CellResult], limit: str) -> int:
+    return next(r.fast_capacity_nbytes for r in results if r.cell.limit == limit)
 
 
 def scale_section(results: Sequence[CellResult], profile: Profile) -> str:
@@ -82,14 +92,15 @@ def scale_section(results: Sequence[CellResult], profile: Profile) -> str:
 
 def ilp_section(results: Sequence[CellResult]) -> str:
     """Model size, solve time and gap of every ILP cell."""
-    rows = [[r.cell.label, r.cell.limit, r.cell.policy, str(r.n_kernels),
+    rows = [[r.cell.experiment, r.cell.label, r.cell.limit, r.cell.policy, str(r.n_kernels),
              _count(r.n_variables), _count(r.n_binaries), _count(r.n_constraints),
              _count(r.n_nonzeros), _seconds(r.build_seconds), _seconds(r.solve_seconds),
              _seconds(r.plan_seconds), "-" if r.gap is None else f"{r.gap * 100:.2f}%",
              r.termination or r.status]
             for r in results if r.cell.policy in ILP_POLICIES]
-    return table(["network", "limit", "formulation", "kernels", "variables", "binaries", "rows",
-                  "nonzeros", "build s", "solve s", "total s", "gap", "stopped"], rows)
+    return table(["experiment", "network", "limit", "formulation", "kernels", "variables",
+                  "binaries", "rows", "nonzeros", "build s", "solve s", "total s", "gap",
+                  "stopped"], rows)
 
 
 def _count(value: int | None) -> str:
@@ -140,6 +151,19 @@ def paper_section(conventional: Sequence[CellResult], large: Sequence[CellResult
          "-" if g is None else f"{g:.2f}x"],
     ]
     return table(["figure", "paper (measured)", "here (modelled)"], rows)
+
+
+BEYOND = """\
+The fast pool's advantage sets the stakes. On `cxl-expander` DRAM is 5x faster than the
+expander and on `hbm-dram-cxl` HBM is 3x faster than DRAM and 16x faster than CXL, so the
+losses stay within tens of percent, as on Optane. On `gpu-h200` HBM (4.8 TB/s) is about 96x
+faster than host memory across PCIe (50 GB/s) and the model's compute is 200 TFLOP/s, so
+every byte a plan leaves in, or moves to and from, host memory costs a great deal: the
+slowdowns are several-fold at 4:1, and what the ILP buys is measured against first-touch
+and greedy, not against all-HBM. The GPT-2 runs put the limit at the H200's real 141 GB,
+then at the ratios; its largest tensors are the logits and their gradient (batch x
+sequence x 50,257 vocabulary, 53 GB each at batch 256) and the S x S attention scores and
+probabilities (13 GB each per layer; the zoo's `attention=fused` variant removes them)."""
 
 
 def solver_notes(results: Sequence[CellResult]) -> str:
@@ -202,6 +226,7 @@ def render(results: Sequence[CellResult], profile: Profile, *, command: str,
     out += ["", "## Side by side with the paper", "",
             paper_section(by.get("conventional", []), by.get("large", [])), "",
             "## Differences from the paper", "", differences, "", solver_notes(results), "",
+            "## Reading the systems beyond the paper", "", BEYOND, "",
             "## Workloads and their scale", "", scale_section(results, profile)]
     for name in by:
         body = large_section(by[name]) if name == "large" else grid_section(by[name])
