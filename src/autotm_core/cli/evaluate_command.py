@@ -9,10 +9,12 @@ import time
 
 from rich.console import Console
 
+from autotm_core.evaluation.cells import Cell, CellResult
 from autotm_core.evaluation.experiments import PROFILES
+from autotm_core.evaluation.runner import Progress
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "evaluate", help="run the paper's evaluation and more; write docs/results.md",
         description=(
@@ -73,8 +75,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _progress(console: Console, started: float, planned: list[str]):  # type: ignore[no-untyped-def]
-    def report(index: int, total: int, cell, result) -> None:  # type: ignore[no-untyped-def]
+def _progress(console: Console, started: float, planned: list[str]) -> Progress:
+    def report(index: int, total: int, cell: Cell, result: CellResult | None) -> None:
         if result is None:
             planned.append(cell.key)
             return

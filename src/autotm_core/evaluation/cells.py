@@ -170,7 +170,7 @@ def run_cell(cell: Cell, bench: Workbench) -> CellResult:
     system, costs, ideal = bench.context(cell.spec, cell.system)
     capacity = limit_nbytes(graph, cell.limit)
     system = limited_system(system, capacity)
-    base = {"cell": cell, "n_kernels": len(graph.kernels),
+    base: dict[str, Any] = {"cell": cell, "n_kernels": len(graph.kernels),
             "peak_nbytes": int(graph.liveness.peak_nbytes),
             "fast_capacity_nbytes": capacity, "all_fast_seconds": ideal}
     started = time.perf_counter()
