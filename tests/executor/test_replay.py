@@ -14,17 +14,21 @@ row = st.tuples(st.integers(0, SPACE // 2), st.integers(0, 700),
                 st.integers(-(1 << 63), (1 << 63) - 1), st.sampled_from([0, 0, 1, 2]))
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(row, min_size=1, max_size=6), st.integers(0, 2**32 - 1))
-def test_run_kernel_equals_reference(rows, fill_seed):
+@settings(max_examples=80, deadline=None)
+@given(st.lists(row, min_size=0, max_size=6), st.integers(0, 2**32 - 1),
+       st.integers(0, 3000))
+def test_run_kernel_equals_reference(rows, fill_seed, iterations):
+    """Bytes, hashes and the compute result are the reference's, whatever the interleaving."""
     rows = sorted(rows, key=lambda r: r[3] != 0)  # reads first, as programs order them
-    ops = np.asarray(rows, dtype=np.int64)
+    ops = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     space = np.random.default_rng(fill_seed).integers(0, 256, SPACE, dtype=np.uint8)
     expected = space.copy()
-    h, scratch, _ = replay.run_kernel(space, space.view(np.uint64), ops, 0, len(ops), 3)
+    h, scratch, result = replay.run_kernel(space, space.view(np.uint64), ops, 0, len(ops),
+                                           iterations)
     h_ref, scratch_ref = reference.run_kernel(expected, ops, 0, len(ops))
     assert (h, scratch) == (int(h_ref), int(scratch_ref))
     assert np.array_equal(space, expected)
+    assert result == reference.compute_result(iterations)  # every round run, exactly once
 
 
 @settings(max_examples=40, deadline=None)

@@ -5,8 +5,10 @@ bound with ``mbind``, pre-faulted and verified, so page faults stay out of
 every timing. Each measurement runs once untimed, then ``repeat`` times; the
 median is kept.
 
-- read / write: :func:`~autotm_core.calibration.kernels.stream_read` and
-  ``stream_write`` over a whole buffer;
+- read / write: the replay kernels' own memory loops
+  (:func:`~autotm_core.executor.replay.run_kernel` with one read row, or one
+  write row, over a whole buffer and no compute), so the rates are the ones
+  replayed kernels read and write at (the roofline predicts them with these);
 - synchronous copy: ``numpy.copyto`` from one buffer to another (the
   executor's synchronous moves);
 - asynchronous copy: the same copy on the executor's
@@ -44,21 +46,27 @@ def _median_seconds(action: Callable[[], object], repeat: int) -> float:
     return float(np.median(samples))
 
 
-def read_rate(buffer: Bytes, *, repeat: int) -> float:
-    """Bytes per second :func:`stream_read` gets from ``buffer``."""
-    from autotm_core.calibration.kernels import stream_read
+def _replay_rate(buffer: Bytes, kind: int, repeat: int) -> float:
+    from autotm_core.executor import replay
 
+    ops = np.array([[0, buffer.nbytes, 1, kind]], dtype=np.int64)
     words = buffer.view(np.uint64)
-    return buffer.nbytes / _median_seconds(lambda: stream_read(words), repeat)
+    return buffer.nbytes / _median_seconds(
+        lambda: replay.run_kernel(buffer, words, ops, 0, 1, 0), repeat)
+
+
+def read_rate(buffer: Bytes, *, repeat: int) -> float:
+    """Bytes per second a replay kernel reads (digests) ``buffer`` at."""
+    from autotm_core.executor.replay import READ
+
+    return _replay_rate(buffer, READ, repeat)
 
 
 def write_rate(buffer: Bytes, *, repeat: int) -> float:
-    """Bytes per second :func:`stream_write` puts into ``buffer``."""
-    from autotm_core.calibration.kernels import stream_write
+    """Bytes per second a replay kernel writes (fills) ``buffer`` at."""
+    from autotm_core.executor.replay import WRITE
 
-    words = buffer.view(np.uint64)
-    value = np.uint64(0x0123456789ABCDEF)
-    return buffer.nbytes / _median_seconds(lambda: stream_write(words, value), repeat)
+    return _replay_rate(buffer, WRITE, repeat)
 
 
 def sync_copy_rate(source: Bytes, target: Bytes, *, repeat: int) -> float:

@@ -1,4 +1,4 @@
-"""Plain-NumPy reference of the calibration kernels (:mod:`autotm_core.calibration.kernels`).
+"""Plain-NumPy reference of the calibration kernel (:mod:`autotm_core.calibration.kernels`).
 
 Also builds the random cycle the latency measurement chases, in NumPy (no loop).
 """
@@ -8,18 +8,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
-
-
-def stream_read(words: U64) -> np.uint64:
-    """Sum of ``words`` modulo ``2**64`` (NumPy's unsigned sum wraps)."""
-    return np.uint64(np.sum(words, dtype=np.uint64))
-
-
-def stream_write(words: U64, value: int) -> None:
-    """Set every word of ``words`` to ``value``."""
-    words[:] = np.uint64(value)
 
 
 def chase(following: I64, start: int, steps: int) -> int:

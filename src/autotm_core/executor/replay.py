@@ -33,6 +33,8 @@ READ, WRITE, SCRATCH = 0, 1, 2
 """Kinds of an ``ops`` row."""
 FLOPS_PER_ITERATION = 8
 """Floating-point operations of one compute round."""
+LINE_WORDS = 8
+"""Words of a 64-byte cache line."""
 
 K1 = np.uint64(0x9E3779B97F4A7C15)
 K2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -42,6 +44,7 @@ INIT_SEED = np.uint64(0x510E527FADE682D1)
 _S27, _S29, _S30, _S31 = np.uint64(27), np.uint64(29), np.uint64(30), np.uint64(31)
 _SEVEN, _EIGHT, _ONE, _ZERO = np.uint64(7), np.uint64(8), np.uint64(1), np.uint64(0)
 _BYTE = np.uint64(0xFF)
+_A, _B = 0.999999, 1e-7
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -102,13 +105,114 @@ def fill(space, words, addr, n, base):  # pragma: no cover - compiled
             space[addr + 8 * i + b] = np.uint8((x >> (_EIGHT * np.uint64(b))) & _BYTE)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rounds(count, x0, x1, x2, x3):  # pragma: no cover - compiled
+    """``count`` compute rounds: four dependent multiply-adds each."""
+    for _ in range(count):
+        x0 = x0 * _A + _B
+        x1 = x1 * _A + _B
+        x2 = x2 * _A + _B
+        x3 = x3 * _A + _B
+    return x0, x1, x2, x3
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dose(chunk, share, extra, x0, x1, x2, x3):  # pragma: no cover - compiled
+    """The rounds of chunk number ``chunk``: ``share``, one more for the first ``extra`` chunks."""
+    count = share + 1 if chunk < extra else share
+    return _rounds(count, x0, x1, x2, x3)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _chunks(addr, n, chunk_words):  # pragma: no cover - compiled
+    """Chunks of a row: its aligned whole words in pieces of ``chunk_words``, at least one."""
+    full = n // 8 if addr % 8 == 0 else 0
+    return (full + chunk_words - 1) // chunk_words if full > 0 else 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _digest_computing(space, words, addr, n, chunk_words, share, extra, chunk,
+                      x0, x1, x2, x3):  # pragma: no cover - compiled
+    """:func:`digest` of the ``n`` bytes at ``addr``, each chunk followed by its rounds.
+
+    Returns the digest, the next chunk's number and the compute state.
+    """
+    total = np.uint64(n) * K3
+    full = n // 8 if addr % 8 == 0 else 0
+    w0 = addr // 8
+    index = K1  # (i + 1) * K1, kept as a running sum: no multiply per word
+    for start in range(0, full, LINE_WORDS):
+        end = min(start + LINE_WORDS, full)
+        if end - start == LINE_WORDS:
+            for i in range(start, start + LINE_WORDS):
+                x = words[w0 + i] + index
+                total += (x ^ (x >> _S31)) * K2
+                index += K1
+        else:
+            for i in range(start, end):
+                x = words[w0 + i] + index
+                total += (x ^ (x >> _S31)) * K2
+                index += K1
+        x0, x1, x2, x3 = _dose(chunk, share, extra, x0, x1, x2, x3)
+        chunk += 1
+    for i in range(full, (n + 7) // 8):
+        x = _load(space, words, addr, i, n) + np.uint64(i + 1) * K1
+        total += (x ^ (x >> _S31)) * K2
+    if full == 0:
+        x0, x1, x2, x3 = _dose(chunk, share, extra, x0, x1, x2, x3)
+        chunk += 1
+    return total, chunk, x0, x1, x2, x3
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_computing(space, words, addr, n, base, chunk_words, share, extra, chunk,
+                    x0, x1, x2, x3):  # pragma: no cover - compiled
+    """:func:`fill` of the ``n`` bytes at ``addr``, each chunk followed by its rounds."""
+    full = n // 8 if addr % 8 == 0 else 0
+    w0 = addr // 8
+    x = base
+    for start in range(0, full, LINE_WORDS):
+        end = min(start + LINE_WORDS, full)
+        if end - start == LINE_WORDS:
+            for i in range(start, start + LINE_WORDS):
+                x += K1  # base + (i + 1) * K1, no multiply per word
+                words[w0 + i] = x ^ (x >> _S29)
+        else:
+            for i in range(start, end):
+                x += K1
+                words[w0 + i] = x ^ (x >> _S29)
+        x0, x1, x2, x3 = _dose(chunk, share, extra, x0, x1, x2, x3)
+        chunk += 1
+    for i in range(full, (n + 7) // 8):
+        x = base + np.uint64(i + 1) * K1
+        x = x ^ (x >> _S29)
+        for b in range(min(8, n - 8 * i)):
+            space[addr + 8 * i + b] = np.uint8((x >> (_EIGHT * np.uint64(b))) & _BYTE)
+    if full == 0:
+        x0, x1, x2, x3 = _dose(chunk, share, extra, x0, x1, x2, x3)
+        chunk += 1
+    return chunk, x0, x1, x2, x3
+
+
 @numba.njit(cache=True, nogil=True)
 def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - compiled
-    """Run rows ``lo..hi-1`` of ``ops`` and ``iterations`` compute rounds.
+    """Run rows ``lo..hi-1`` of ``ops`` and ``iterations`` compute rounds, interleaved.
 
-    Returns the kernel's hash (of what it read), the digest of its scratch
-    memory and the compute result (returned so that the compute is not elided).
+    Each row's traffic goes in chunks of a few cache lines; after each chunk
+    runs its even share of the rounds (the remainder one each to the first
+    chunks), so the compute overlaps the memory traffic. Returns the kernel's
+    hash (of what it read), the digest of its scratch memory and the compute
+    result (returned so that the compute is not elided).
     """
+    chunk_words = LINE_WORDS
+    chunks = 0
+    for r in range(lo, hi):
+        count = _chunks(ops[r, 0], ops[r, 1], chunk_words)
+        chunks += 2 * count if ops[r, 3] == 2 else count
+    share = iterations // chunks if chunks > 0 else 0
+    extra = iterations - share * chunks if chunks > 0 else 0
+    chunk = 0
+    x0, x1, x2, x3 = 1.0, 2.0, 3.0, 4.0
     h = HASH_START
     scratch = _ZERO
     for r in range(lo, hi):
@@ -116,20 +220,19 @@ def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - com
         addr = ops[r, 0]
         n = ops[r, 1]
         if kind == 0:
-            h = mix(h ^ digest(space, words, addr, n))
+            d, chunk, x0, x1, x2, x3 = _digest_computing(
+                space, words, addr, n, chunk_words, share, extra, chunk, x0, x1, x2, x3)
+            h = mix(h ^ d)
         else:
             base = mix(h ^ np.uint64(ops[r, 2]))
-            fill(space, words, addr, n, base)
+            chunk, x0, x1, x2, x3 = _fill_computing(
+                space, words, addr, n, base, chunk_words, share, extra, chunk, x0, x1, x2, x3)
             if kind == 2:
-                scratch ^= digest(space, words, addr, n)
-    a = 0.999999
-    b = 1e-7
-    x0, x1, x2, x3 = 1.0, 2.0, 3.0, 4.0
-    for _ in range(iterations):
-        x0 = x0 * a + b
-        x1 = x1 * a + b
-        x2 = x2 * a + b
-        x3 = x3 * a + b
+                d, chunk, x0, x1, x2, x3 = _digest_computing(
+                    space, words, addr, n, chunk_words, share, extra, chunk, x0, x1, x2, x3)
+                scratch ^= d
+    if chunks == 0:
+        x0, x1, x2, x3 = _rounds(iterations, x0, x1, x2, x3)
     return h, scratch, x0 + x1 + x2 + x3
 
 
