@@ -12,11 +12,13 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from autotm_core.errors import CapacityError, SolverError, UsageError
+from autotm_core.plans.model import Plan
 
 logger = logging.getLogger(__name__)
 
@@ -145,10 +147,18 @@ def point_capacity(point: SweepPoint) -> int:
 
 
 def run_point(point: SweepPoint) -> PointResult:
-    """Plan ``point`` and simulate the plan.
+    """Plan ``point`` and simulate the plan (see :func:`plan_point`)."""
+    return plan_point(point)[0]
 
-    Raises KeyboardInterrupt when the solver was interrupted (the point is then
-    not finished); other planning failures give a ``no-plan`` result.
+
+def plan_point(point: SweepPoint, *,
+               start_plans: Sequence[Plan] = ()) -> tuple[PointResult, Plan | None]:
+    """Plan ``point`` and simulate the plan; also return the plan (``None`` without one).
+
+    An ILP point is warm-started from the best of the greedy plan and ``start_plans``
+    (a neighbouring point's plan). Raises KeyboardInterrupt when the solver was
+    interrupted (the point is then not finished); other planning failures give a
+    ``no-plan`` result.
     """
     graph, system, costs, ideal = _context(point.graph, point.system)
     capacity = point_capacity(point)
@@ -157,34 +167,36 @@ def run_point(point: SweepPoint) -> PointResult:
     started = time.perf_counter()
     try:
         if point.planner in ILP_PLANNERS:
-            facts = _plan_ilp(point, graph, system, costs, capacity)
+            facts, plan = _plan_ilp(point, graph, system, costs, capacity, start_plans)
         else:
-            facts = _plan_baseline(point, graph, system, costs, capacity)
+            facts, plan = _plan_baseline(point, graph, system, costs, capacity)
     except (CapacityError, SolverError) as exc:
         logger.info("no plan for %s: %s", point.key, exc.message)
         return PointResult(status="no-plan", message=exc.message,
-                           plan_seconds=time.perf_counter() - started, **base)
-    return PointResult(status="ok", plan_seconds=time.perf_counter() - started, **facts, **base)
+                           plan_seconds=time.perf_counter() - started, **base), None
+    result = PointResult(status="ok", plan_seconds=time.perf_counter() - started, **facts, **base)
+    return result, plan
 
 
-def _plan_ilp(point: SweepPoint, graph: Any, system: Any, costs: Any,
-              capacity: int) -> dict[str, Any]:
+def _plan_ilp(point: SweepPoint, graph: Any, system: Any, costs: Any, capacity: int,
+              start_plans: Sequence[Plan]) -> tuple[dict[str, Any], Plan]:
     from autotm_core.ilp.planner import plan_graph
     from autotm_core.solvers import TerminationCondition
 
     result = plan_graph(graph, system, fast_capacity_nbytes=capacity, formulation=point.planner,
                         solver=point.solver, time_limit_seconds=point.time_limit_seconds,
-                        relative_gap=point.relative_gap, costs=costs)
+                        relative_gap=point.relative_gap, costs=costs, start_plans=start_plans)
     if result.solve.termination is TerminationCondition.INTERRUPTED:
         raise KeyboardInterrupt
     gap = result.plan.attributes.get("gap")
-    return {**_moves(result.simulation), "step_seconds": result.step_seconds,
-            "gap": None if gap is None else float(gap),
-            "termination": result.solve.termination.value}
+    facts = {**_moves(result.simulation), "step_seconds": result.step_seconds,
+             "gap": None if gap is None else float(gap),
+             "termination": result.solve.termination.value}
+    return facts, result.plan
 
 
 def _plan_baseline(point: SweepPoint, graph: Any, system: Any, costs: Any,
-                   capacity: int) -> dict[str, Any]:
+                   capacity: int) -> tuple[dict[str, Any], Plan]:
     from autotm_core.baselines import run_baseline
     from autotm_core.baselines.two_level import two_level_plan
     from autotm_core.plans import check_plan
@@ -199,7 +211,7 @@ def _plan_baseline(point: SweepPoint, graph: Any, system: Any, costs: Any,
     sim = simulate(plan, graph, system, costs)
     # 2LM moves nothing in the plan: its time is the cache model's, not the simulator's
     step = cache.predicted_seconds if cache is not None else sim.step_seconds
-    return {**_moves(sim), "step_seconds": float(step)}
+    return {**_moves(sim), "step_seconds": float(step)}, plan
 
 
 def _moves(sim: Any) -> dict[str, int]:

@@ -3,9 +3,10 @@
 Points run one after another in this process, or on any ``concurrent.futures``
 executor (:mod:`autotm_core.sweep.parallel` makes local-process and Dask ones);
 either way the results come back in the sweep's order and are the same. Each
-ILP point is warm-started by the planner (the greedy baseline's plan, offered
-to the solver). With a results file, every finished point is written to it at
-once; a rerun with the same file skips the points already in it.
+ILP point is warm-started from the best of the greedy baseline's plan and, when
+points run in this process, the plan of the previous point of the same graph and
+planner (its neighbour in the sweep; it is used when it fits the new limit).
+With a results file, every finished point is written to it at once; a rerun with the same file skips the points already in it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from autotm_core.errors import UsageError
-from autotm_core.sweep.point import PointResult, SweepPoint, check_planner, run_point
+from autotm_core.plans.model import Plan
+from autotm_core.sweep.point import (
+    PointResult,
+    SweepPoint,
+    check_planner,
+    plan_point,
+    run_point,
+)
 from autotm_core.sweep.results import SweepResults, load_results, save_results
 
 logger = logging.getLogger(__name__)
@@ -80,8 +88,14 @@ def run_sweep(
     interrupted = False
     try:
         if executor is None:
+            neighbour: dict[tuple[str, str, str, str], Plan] = {}
             for p in todo:
-                finished(run_point(p))
+                line = (p.graph, p.system, p.planner, p.solver)
+                start = (neighbour[line],) if line in neighbour else ()
+                result, plan = plan_point(p, start_plans=start)
+                if plan is not None:
+                    neighbour[line] = plan
+                finished(result)
         else:
             _run_on(executor, todo, finished)
     except KeyboardInterrupt:
