@@ -6,7 +6,8 @@ either way the results come back in the sweep's order and are the same. Each
 ILP point is warm-started from the best of the greedy baseline's plan and, when
 points run in this process, the plan of the previous point of the same graph and
 planner (its neighbour in the sweep; it is used when it fits the new limit).
-With a results file, every finished point is written to it at once; a rerun with the same file skips the points already in it.
+With a results file, every finished point is written to it at once; a rerun with
+the same file skips the points already in it.
 """
 
 from __future__ import annotations
