@@ -1,4 +1,7 @@
-"""Development sessions: ``nox`` runs the tests; ``nox -s lint`` and ``nox -s typecheck`` are optional."""
+"""Development sessions: ``nox`` runs the tests.
+
+``nox -s lint`` and ``nox -s typecheck`` are optional.
+"""
 
 from __future__ import annotations
 
@@ -26,9 +29,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS[-1], default=False)
 def lint(session: nox.Session) -> None:
-    """ruff over the sources, tests and benchmarks."""
+    """ruff over the sources, tests, benchmarks and plugins."""
     session.install("ruff")
-    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py", "plugins")
 
 
 @nox.session(python=PYTHONS[-1], default=False)
