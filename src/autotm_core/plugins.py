@@ -49,7 +49,10 @@ class Frontend(Protocol):
         """Why it cannot run here (e.g. a missing package), or ``None`` when it can."""
 
     def load(self, source: Any, **options: Any) -> Graph:
-        """Build the graph of ``source``; raise an :class:`~autotm_core.errors.AutotmError` on bad input."""
+        """Build the graph of ``source``.
+
+        Raise an :class:`~autotm_core.errors.AutotmError` on bad input.
+        """
 
 
 @attrs.frozen
@@ -162,7 +165,9 @@ def _usable(entries: dict[str, PluginEntry], name: str, what: str) -> Any:
         known = ", ".join(sorted(entries)) or "none"
         raise PluginError(f"no {what} called {name!r} is installed (installed: {known})")
     if entry.error is not None:
-        raise PluginError(f"{what} {name!r} from {entry.distribution!r} cannot be used: {entry.error}")
+        raise PluginError(
+            f"{what} {name!r} from {entry.distribution!r} cannot be used: {entry.error}"
+        )
     return entry.plugin
 
 

@@ -43,7 +43,8 @@ def mlp(batch: int = 64, widths: tuple[int, ...] = (784, 1024, 1024, 512, 10)) -
         layer_input, pre_activation = saved[i]
         fan_in, fan_out = widths[i], widths[i + 1]
         if pre_activation is not None:
-            dz = b.tensor(f"grad_z{i}", shape=(batch, fan_out), dtype=_F32, kind=TensorKind.GRADIENT)
+            dz = b.tensor(f"grad_z{i}", shape=(batch, fan_out), dtype=_F32,
+                          kind=TensorKind.GRADIENT)
             b.kernel(f"relu{i}_backward", op="relu_backward", inputs=[grad, pre_activation],
                      outputs=[dz], flops=batch * fan_out)
             grad = dz
@@ -52,7 +53,8 @@ def mlp(batch: int = 64, widths: tuple[int, ...] = (784, 1024, 1024, 512, 10)) -
         db = b.tensor(f"grad_b{i}", shape=(fan_out,), dtype=_F32, kind=TensorKind.GRADIENT)
         outputs = [dw, db]
         if i > 0:
-            dx = b.tensor(f"grad_a{i - 1}", shape=(batch, fan_in), dtype=_F32, kind=TensorKind.GRADIENT)
+            dx = b.tensor(f"grad_a{i - 1}", shape=(batch, fan_in), dtype=_F32,
+                          kind=TensorKind.GRADIENT)
             outputs.append(dx)
         b.kernel(f"linear{i}_backward", op="linear_backward", inputs=[grad, layer_input, w],
                  outputs=outputs, flops=4 * batch * fan_in * fan_out)
@@ -70,14 +72,16 @@ def mlp(batch: int = 64, widths: tuple[int, ...] = (784, 1024, 1024, 512, 10)) -
 def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64, 128)) -> Graph:
     """A small convolutional network trained one step with Adam."""
     b = GraphBuilder("cnn")
-    x = b.tensor("images", shape=(batch, channels[0], image, image), dtype=_F32, kind=TensorKind.INPUT)
+    x = b.tensor("images", shape=(batch, channels[0], image, image), dtype=_F32,
+                 kind=TensorKind.INPUT)
     labels = b.tensor("labels", shape=(batch,), dtype="int64", kind=TensorKind.INPUT)
     params: list[str] = []
     tape: list[tuple[str, str, tuple[str, ...], tuple[str, ...], float]] = []
     h, size = x, image
     for i in range(len(channels) - 1):
         cin, cout = channels[i], channels[i + 1]
-        w = b.tensor(f"conv{i}.weight", shape=(cout, cin, 3, 3), dtype=_F32, kind=TensorKind.PARAMETER)
+        w = b.tensor(f"conv{i}.weight", shape=(cout, cin, 3, 3), dtype=_F32,
+                     kind=TensorKind.PARAMETER)
         gamma = b.tensor(f"bn{i}.weight", shape=(cout,), dtype=_F32, kind=TensorKind.PARAMETER)
         beta = b.tensor(f"bn{i}.bias", shape=(cout,), dtype=_F32, kind=TensorKind.PARAMETER)
         params += [w, gamma, beta]
@@ -87,15 +91,19 @@ def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64
         b.kernel(f"conv{i}", op="conv2d", inputs=[h, w], outputs=[c], flops=conv_flops,
                  workspace_nbytes=cin * 9 * size * size * 4)
         n = b.tensor(f"bn{i}.out", shape=shape, dtype=_F32)
-        b.kernel(f"bn{i}", op="batch_norm", inputs=[c, gamma, beta], outputs=[n], flops=8.0 * batch * cout * size * size)
+        b.kernel(f"bn{i}", op="batch_norm", inputs=[c, gamma, beta], outputs=[n],
+                 flops=8.0 * batch * cout * size * size)
         r = b.tensor(f"relu{i}.out", shape=shape, dtype=_F32)
-        b.kernel(f"relu{i}", op="relu", inputs=[n], outputs=[r], flops=1.0 * batch * cout * size * size)
+        b.kernel(f"relu{i}", op="relu", inputs=[n], outputs=[r],
+                 flops=1.0 * batch * cout * size * size)
         size //= 2
         p = b.tensor(f"pool{i}.out", shape=(batch, cout, size, size), dtype=_F32)
-        b.kernel(f"pool{i}", op="max_pool2d", inputs=[r], outputs=[p], flops=4.0 * batch * cout * size * size)
+        b.kernel(f"pool{i}", op="max_pool2d", inputs=[r], outputs=[p],
+                 flops=4.0 * batch * cout * size * size)
         tape += [  # forward order; the backward pass walks it in reverse
             (f"conv{i}", "conv2d_backward", (h, w), (w,), 2 * conv_flops),
-            (f"bn{i}", "batch_norm_backward", (c, gamma), (gamma, beta), 12.0 * batch * cout * 4 * size * size),
+            (f"bn{i}", "batch_norm_backward", (c, gamma), (gamma, beta),
+             12.0 * batch * cout * 4 * size * size),
             (f"relu{i}", "relu_backward", (n,), (), 1.0 * batch * cout * 4 * size * size),
             (f"pool{i}", "max_pool2d_backward", (r,), (), 4.0 * batch * cout * size * size),
         ]
@@ -106,7 +114,8 @@ def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64
     logits = b.tensor("logits", shape=(batch, 10), dtype=_F32)
     b.kernel("fc", op="linear", inputs=[h, fc], outputs=[logits], flops=2.0 * batch * features * 10)
     loss = b.tensor("loss", shape=(), dtype=_F32, kind=TensorKind.OUTPUT)
-    b.kernel("cross_entropy", op="cross_entropy", inputs=[logits, labels], outputs=[loss], flops=50.0 * batch)
+    b.kernel("cross_entropy", op="cross_entropy", inputs=[logits, labels], outputs=[loss],
+             flops=50.0 * batch)
     grad = b.tensor("grad.logits", shape=(batch, 10), dtype=_F32, kind=TensorKind.GRADIENT)
     b.kernel("cross_entropy_backward", op="cross_entropy_backward", inputs=[logits, labels],
              outputs=[grad], flops=50.0 * batch)
@@ -123,7 +132,8 @@ def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64
             b.tensor(g, nbytes=b.nbytes(wt), kind=TensorKind.GRADIENT)
             param_grads[wt] = g
         if source_input != x:
-            gi = b.tensor(f"grad.{name}.in", nbytes=b.nbytes(source_input), kind=TensorKind.GRADIENT)
+            gi = b.tensor(f"grad.{name}.in", nbytes=b.nbytes(source_input),
+                          kind=TensorKind.GRADIENT)
             outputs.append(gi)
         b.kernel(f"{name}_backward", op=op, inputs=[grad, *saved],
                  outputs=outputs, flops=flops)
@@ -159,8 +169,8 @@ def training_chain(layers: int, *, base_nbytes: int = 1 << 20) -> Graph:
         outputs = [dw]
         if i > 0:
             outputs.append(b.tensor(f"grad_a{i - 1}", nbytes=sizes[i], kind=TensorKind.GRADIENT))
-        b.kernel(f"bwd{i}", op="layer_backward", inputs=[grad, acts[i], weights[i]], outputs=outputs,
-                 flops=float(sizes[i + 1]) * 128)
+        b.kernel(f"bwd{i}", op="layer_backward", inputs=[grad, acts[i], weights[i]],
+                 outputs=outputs, flops=float(sizes[i + 1]) * 128)
         weight_grads.append(dw)
         grad = outputs[-1]
     for w, dw in zip(weights, reversed(weight_grads), strict=True):

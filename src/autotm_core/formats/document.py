@@ -9,6 +9,7 @@ parsed: a file can never run code.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import tempfile
@@ -38,7 +39,7 @@ class Fields:
             raise self.fail(where, f"expected an object, got {_describe(value)}")
         return value
 
-    def list(self, value: object, where: str) -> list[Any]:
+    def list(self, value: builtins.object, where: str) -> builtins.list[Any]:
         """``value`` as a JSON array."""
         if not isinstance(value, list):
             raise self.fail(where, f"expected a list, got {_describe(value)}")
@@ -54,7 +55,10 @@ class Fields:
         required: bool = True,
         default: Any = None,
     ) -> Any:
-        """Field ``key`` of ``obj``, checked to be of ``kind`` (``bool`` never passes as a number)."""
+        """Field ``key`` of ``obj``, checked to be of ``kind``.
+
+        ``bool`` never passes as a number.
+        """
         path = f"{where}.{key}" if where else key
         if key not in obj or (not required and obj[key] is None):
             if required:
@@ -126,7 +130,9 @@ def parse_document(
     except json.JSONDecodeError as exc:
         truncated = exc.pos >= len(text.rstrip()) - 1
         why = "ends too early (truncated?)" if truncated else exc.msg
-        raise fields.fail("", f"is not valid JSON: {why} (line {exc.lineno}, column {exc.colno})") from None
+        raise fields.fail(
+            "", f"is not valid JSON: {why} (line {exc.lineno}, column {exc.colno})"
+        ) from None
     except RecursionError:  # the decoder recurses once per level of nesting
         raise fields.fail("", "is nested too deeply to be an autotm-core file") from None
     doc = fields.object(data, "(top level)")

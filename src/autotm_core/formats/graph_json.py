@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from autotm_core.errors import AutotmError, FormatError, GraphError, summarize_problems
-from autotm_core.formats.document import Fields, envelope, parse_document, read_document, write_document
+from autotm_core.formats.document import (
+    Fields,
+    envelope,
+    parse_document,
+    read_document,
+    write_document,
+)
 from autotm_core.ir import Graph, Kernel, Tensor, TensorKind, check_graph
 
 KIND = "graph"
@@ -85,7 +91,10 @@ def _graph_from(doc: Mapping[str, Any], fields: Fields, *, verify: bool) -> Grap
 
 
 def _tensor_fast(raw: Any) -> Tensor:
-    """The common case, a well-formed record; anything odd raises and is re-read by :func:`_tensor`."""
+    """The common case, a well-formed record.
+
+    Anything odd raises and is re-read by :func:`_tensor`.
+    """
     if not raw.keys() <= _TENSOR_FIELDS or not isinstance(raw["nbytes"], int):
         raise ValueError
     dtype = raw.get("dtype")
@@ -118,7 +127,10 @@ def _tensor(raw: object, where: str, fields: Fields) -> Tensor:
     fields.unknown_keys(obj, _TENSOR_FIELDS, where)
     kind_name = fields.get(obj, "kind", where, str, required=False, default="activation")
     if kind_name not in _KINDS:
-        raise fields.fail(f"{where}.kind", f"{kind_name!r} is not a tensor kind; use one of {', '.join(_KINDS)}")
+        raise fields.fail(
+            f"{where}.kind",
+            f"{kind_name!r} is not a tensor kind; use one of {', '.join(_KINDS)}",
+        )
     return Tensor(
         name=fields.get(obj, "name", where, str),
         nbytes=fields.get(obj, "nbytes", where, (int, float)),

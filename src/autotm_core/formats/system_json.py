@@ -72,7 +72,12 @@ def resolve_system(preset_or_path: str) -> MemorySystem:
 
 
 def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
-    fields.unknown_keys(doc, {"format", "version", "name", "description", "source", "flops_per_second", "pools", "copies"}, "")
+    fields.unknown_keys(
+        doc,
+        {"format", "version", "name", "description", "source", "flops_per_second", "pools",
+         "copies"},
+        "",
+    )
     pools = []
     for i, raw in enumerate(fields.get(doc, "pools", "", list)):
         where = f"pools[{i}]"
@@ -86,8 +91,12 @@ def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
                     name=fields.get(obj, "name", where, str),
                     capacity_nbytes=fields.get(obj, "capacity_nbytes", where, int, required=False),
                     read_bytes_per_second=fields.get(obj, "read_bytes_per_second", where, _NUMBER),
-                    write_bytes_per_second=fields.get(obj, "write_bytes_per_second", where, _NUMBER),
-                    latency_seconds=fields.get(obj, "latency_seconds", where, _NUMBER, required=False, default=0.0),
+                    write_bytes_per_second=fields.get(
+                        obj, "write_bytes_per_second", where, _NUMBER
+                    ),
+                    latency_seconds=fields.get(
+                        obj, "latency_seconds", where, _NUMBER, required=False, default=0.0
+                    ),
                     numa_node=fields.get(obj, "numa_node", where, int, required=False),
                     device=fields.get(obj, "device", where, str, required=False),
                 ),
@@ -106,7 +115,9 @@ def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
                     source=fields.get(obj, "from", where, str),
                     target=fields.get(obj, "to", where, str),
                     sync_bytes_per_second=fields.get(obj, "sync_bytes_per_second", where, _NUMBER),
-                    async_bytes_per_second=fields.get(obj, "async_bytes_per_second", where, _NUMBER),
+                    async_bytes_per_second=fields.get(
+                        obj, "async_bytes_per_second", where, _NUMBER
+                    ),
                 ),
             )
         )
@@ -117,7 +128,9 @@ def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
             name=fields.get(doc, "name", "", str),
             description=fields.get(doc, "description", "", str, required=False, default=""),
             source=fields.get(doc, "source", "", str, required=False, default=""),
-            flops_per_second=fields.get(doc, "flops_per_second", "", _NUMBER, required=False, default=1e12),
+            flops_per_second=fields.get(
+                doc, "flops_per_second", "", _NUMBER, required=False, default=1e12
+            ),
             pools=tuple(pools),
             links=tuple(links),
         ),

@@ -22,5 +22,7 @@ class ExampleFrontend:
     def load(self, source: str, **options: Any) -> Graph:
         """The example called ``source``."""
         if not isinstance(source, str):
-            raise PluginError(f"the example frontend takes an example name, not {type(source).__name__}")
+            raise PluginError(
+                f"the example frontend takes an example name, not {type(source).__name__}"
+            )
         return build_example(source, **options)

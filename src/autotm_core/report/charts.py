@@ -46,7 +46,8 @@ def memory_chart(
             if fill == 0 and cap_row == row:
                 text.append("╌", style="red")
             else:
-                text.append(_BLOCKS[fill], style="red" if capacity and data[col] > capacity else style)
+                over = capacity and data[col] > capacity
+                text.append(_BLOCKS[fill], style="red" if over else style)
         if cap_row == row:
             text.append(f" capacity {format_bytes(capacity or 0)}", style="red")
         text.append("\n")

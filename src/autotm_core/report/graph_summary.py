@@ -61,7 +61,9 @@ def render_graph_summary(graph: Graph, facts: dict[str, Any], *, width: int = 72
         kinds.add_row(kind, f"{entry['count']:,}", format_bytes(entry["nbytes"]),
                       f"{100 * entry['nbytes'] / total:.1f}%")
 
-    chart = memory_chart(graph.liveness.live_nbytes, width=width, title="live bytes over the program")
+    chart = memory_chart(
+        graph.liveness.live_nbytes, width=width, title="live bytes over the program"
+    )
     parts: list[RenderableType] = [head, kinds, chart]
     for warning in facts["warnings"][:5]:
         parts.append(f"[yellow]warning:[/] {warning}")
