@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -15,6 +15,10 @@ def _non_negative(instance: object, attribute: attrs.Attribute, value: object) -
         raise UsageError(
             f"{type(instance).__name__}.{attribute.name} is {value!r}; give bytes >= 0"
         )
+
+
+def _to_ints(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
 
 
 @attrs.frozen(slots=True)
@@ -51,11 +55,11 @@ class Overflow:
 
     pool: str = attrs.field(validator=attrs.validators.instance_of(str))
     """Pool name."""
-    kernels: tuple[int, ...] = attrs.field(converter=tuple)
+    kernels: tuple[int, ...] = attrs.field(converter=_to_ints)
     """Kernel positions (ascending) at which something placed reaches past the capacity.
 
     A synchronous copy before kernel ``k`` counts at ``k``."""
-    excess_nbytes: tuple[int, ...] = attrs.field(converter=tuple)
+    excess_nbytes: tuple[int, ...] = attrs.field(converter=_to_ints)
     """For each of :attr:`kernels`, how far past the capacity the highest placed item there ends."""
 
     def __attrs_post_init__(self) -> None:
@@ -71,6 +75,14 @@ class Overflow:
         return max(self.excess_nbytes)
 
 
+def _to_packings(value: Iterable[PoolPacking]) -> tuple[PoolPacking, ...]:
+    return tuple(value)
+
+
+def _to_overflows(value: Iterable[Overflow]) -> tuple[Overflow, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(slots=True)
 class OffsetAssignment:
     """The result of :func:`autotm_core.addresses.assign_offsets`."""
@@ -78,9 +90,9 @@ class OffsetAssignment:
     plan: Plan
     """The plan with an offset on every residency of every bounded pool when :attr:`fits`;
     otherwise the input plan with every offset removed."""
-    pools: tuple[PoolPacking, ...] = attrs.field(converter=tuple)
+    pools: tuple[PoolPacking, ...] = attrs.field(converter=_to_packings)
     """One packing per capacity-limited pool, in the memory system's order."""
-    overflows: tuple[Overflow, ...] = attrs.field(converter=tuple)
+    overflows: tuple[Overflow, ...] = attrs.field(converter=_to_overflows)
     """One entry per pool whose packing does not fit; empty when :attr:`fits`."""
     alignment_nbytes: int
     """Every size was rounded up to a multiple of this (offsets are multiples of it)."""

@@ -50,7 +50,7 @@ class GraphBuilder:
             Tensor(
                 name=name,
                 nbytes=nbytes,
-                kind=kind,  # type: ignore[arg-type]  # the converter checks it
+                kind=kind,  # the converter checks it
                 shape=None if shape is None else tuple(shape),
                 dtype=dtype,
                 pools=None if pools is None else tuple(pools),

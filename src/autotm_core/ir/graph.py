@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from autotm_core.ir.verify import Problem
 
 
-def _to_tuple(value: Iterable[object]) -> tuple:  # type: ignore[type-arg]
+def _to_tuple(value: Iterable[object]) -> tuple[object, ...]:
     return tuple(value)
 
 

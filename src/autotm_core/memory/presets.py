@@ -19,14 +19,17 @@ def optane_2019() -> MemorySystem:
     return MemorySystem(
         name="optane-2019",
         flops_per_second=2.0e12,
-        description="one Cascade Lake socket: 192 GB DDR4-2666 DRAM + 768 GB Optane DC PMM (App Direct)",
+        description=(
+            "one Cascade Lake socket: 192 GB DDR4-2666 DRAM + 768 GB Optane DC PMM (App Direct)"
+        ),
         source=(
             "Hildebrand et al., AutoTM, ASPLOS 2020 (move bandwidths of its model, in MB/s: "
             "PMM->DRAM 29,000 sync / 2,000 async, DRAM->PMM 12,000 sync / 2,500 async; "
             "DRAM limit 185 GB of 192 GB); Izraelevitz et al. 2019 (Optane: about 39 GB/s read, "
             "14 GB/s write per socket of 6 DIMMs, about 300 ns read latency; DDR4 about 100 GB/s, "
-            "about 90 ns). PMM capacity (6 x 128 GB) is an assumption. Compute: a 28-core Xeon Platinum 8280 peaks "
-            "near 4.3 TFLOP/s fp32 with AVX-512; 2 TFLOP/s sustained is an assumption."
+            "about 90 ns). PMM capacity (6 x 128 GB) is an assumption. Compute: a 28-core Xeon "
+            "Platinum 8280 peaks near 4.3 TFLOP/s fp32 with AVX-512; 2 TFLOP/s sustained is an "
+            "assumption."
         ),
         pools=(
             Pool("dram", 192 * GB, 100e9, 100e9, 90e-9, numa_node=0),
@@ -50,8 +53,9 @@ def cxl_expander() -> MemorySystem:
             "(CXL 1.1/2.0 x16): tens of GB/s per device, about 170-250 ns load latency "
             "(published vendor and academic measurements, see REFERENCE). Copy bandwidths: "
             "synchronous at the expander's speed, asynchronous at half of it (one copy thread "
-            "sharing the link with compute) - an assumption, calibrate the machine at hand. Compute: "
-            "4 TFLOP/s fp32 sustained for a current 48-64-core server socket, an assumption."
+            "sharing the link with compute) - an assumption, calibrate the machine at hand. "
+            "Compute: 4 TFLOP/s fp32 sustained for a current 48-64-core server socket, an "
+            "assumption."
         ),
         pools=(
             Pool("dram", 256 * GB, 250e9, 250e9, 90e-9, numa_node=0),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable
 
 import attrs
 
@@ -39,13 +40,16 @@ def _capacity(instance: object, attribute: attrs.Attribute, value: object) -> No
 
 def _optional_int(instance: object, attribute: attrs.Attribute, value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise MemorySystemError(f"{_who(instance)}: {attribute.name} {value!r} must be an integer >= 0")
+        raise MemorySystemError(
+            f"{_who(instance)}: {attribute.name} {value!r} must be an integer >= 0"
+        )
 
 
 def _pool_name(instance: object, attribute: attrs.Attribute, value: object) -> None:
     if not isinstance(value, str) or not value:
         raise MemorySystemError(
-            f"{type(instance).__name__.lower()} {attribute.name} {value!r} must be a non-empty pool name"
+            f"{type(instance).__name__.lower()} {attribute.name} {value!r} "
+            "must be a non-empty pool name"
         )
 
 
@@ -96,8 +100,19 @@ class CopyLink:
     """Bandwidth of a copy overlapping kernels."""
 
 
+def _to_pools(value: Iterable[Pool]) -> tuple[Pool, ...]:
+    return tuple(value)
+
+
+def _to_links(value: Iterable[CopyLink]) -> tuple[CopyLink, ...]:
+    return tuple(value)
+
+
 def derived_link(source: Pool, target: Pool) -> CopyLink:
-    """The copy a system gets when it names none: as fast as reading one pool and writing the other."""
+    """The copy a system gets when it names none.
+
+    It is as fast as reading one pool and writing the other.
+    """
     bandwidth = min(source.read_bytes_per_second, target.write_bytes_per_second)
     return CopyLink(source.name, target.name, bandwidth, bandwidth)
 
@@ -111,9 +126,9 @@ class MemorySystem:
 
     name: str
     """A name for reports."""
-    pools: tuple[Pool, ...] = attrs.field(converter=tuple)
+    pools: tuple[Pool, ...] = attrs.field(converter=_to_pools)
     """Two or more pools, fastest first."""
-    links: tuple[CopyLink, ...] = attrs.field(converter=tuple, default=())
+    links: tuple[CopyLink, ...] = attrs.field(converter=_to_links, default=())
     """Copy bandwidths between pools, one per ordered pair at most."""
     flops_per_second: float = attrs.field(default=1e12, validator=_positive)
     """Sustained compute rate of the processor using these pools (for analytic costs)."""
@@ -132,7 +147,8 @@ class MemorySystem:
         for name in names:
             if names.count(name) > 1:
                 raise MemorySystemError(
-                    f"memory system {self.name!r} names pool {name!r} twice; pool names must be unique"
+                    f"memory system {self.name!r} names pool {name!r} twice; "
+                    "pool names must be unique"
                 )
         seen: set[tuple[str, str]] = set()
         for link in self.links:

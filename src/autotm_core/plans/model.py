@@ -28,7 +28,7 @@ every planner, simulator and executor follows:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -75,6 +75,14 @@ class Move:
     """Blocking or overlapping."""
 
 
+def _to_residencies(value: Iterable[Residency]) -> tuple[Residency, ...]:
+    return tuple(value)
+
+
+def _to_moves(value: Iterable[Move]) -> tuple[Move, ...]:
+    return tuple(value)
+
+
 def _to_configs(configs: Any) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(row) for row in configs)
 
@@ -89,9 +97,9 @@ class Plan:
     """Name of the memory system it was made for."""
     capacities: Mapping[str, int | None]
     """Capacity of each pool the plan was made to respect (``None``: unbounded)."""
-    residencies: tuple[Residency, ...] = attrs.field(converter=tuple)
+    residencies: tuple[Residency, ...] = attrs.field(converter=_to_residencies)
     """Where each tensor lives over time."""
-    moves: tuple[Move, ...] = attrs.field(converter=tuple)
+    moves: tuple[Move, ...] = attrs.field(converter=_to_moves)
     """Every copy between pools."""
     configs: tuple[tuple[str, ...], ...] = attrs.field(converter=_to_configs)
     """For each kernel, the pool of each of its tensors (``Kernel.tensors`` order)."""

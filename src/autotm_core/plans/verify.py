@@ -329,14 +329,16 @@ class _Checker:
             qs = np.full(len(t), q, dtype=np.int64)
             stale = (other & self.covered(t, qs, k) & self.covered(t, qs, k + 1)
                      & ~self.begins(t, qs, k + 1))
-            out += self._report(
-                stale,
-                lambda i, q=q: f"{self.kernel(k[i])} writes tensor {self.tensor_names[t[i]]!r} in "
-                f"pool {self.pool_names[p[i]]!r}, but its copy in pool {self.pool_names[q]!r} "
-                "lives on with the old value; end that residency at this kernel or copy the new "
-                "value into it",
-                "stale copies kept after a write",
-            )
+
+            def message(i: int, q: int = q) -> str:
+                return (
+                    f"{self.kernel(k[i])} writes tensor {self.tensor_names[t[i]]!r} in "
+                    f"pool {self.pool_names[p[i]]!r}, but its copy in pool "
+                    f"{self.pool_names[q]!r} lives on with the old value; end that residency "
+                    "at this kernel or copy the new value into it"
+                )
+
+            out += self._report(stale, message, "stale copies kept after a write")
         return out
 
     def moves(self) -> list[str]:

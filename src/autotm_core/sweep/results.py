@@ -46,11 +46,15 @@ class Curve:
     """The knee of the curve, when it has one."""
 
 
+def _to_points(value: Iterable[PointResult]) -> tuple[PointResult, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class SweepResults:
     """Every finished point of a sweep, in the sweep's order."""
 
-    points: tuple[PointResult, ...] = attrs.field(converter=tuple)
+    points: tuple[PointResult, ...] = attrs.field(converter=_to_points)
     """The results."""
     interrupted: bool = False
     """Whether the sweep stopped before all its points were finished."""
