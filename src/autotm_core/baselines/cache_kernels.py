@@ -35,7 +35,9 @@ def new_state(n_sets: int, ways: int) -> tuple[IntArray, BoolArray, IntArray]:
 
 
 @numba.njit(cache=True, nogil=True)
-def run_cache(first_line, n_lines, reads, writes, n_sets, ways, tags, dirty, stamps, clock):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def run_cache(  # pragma: no cover - compiled
+    first_line, n_lines, reads, writes, n_sets, ways, tags, dirty, stamps, clock
+):
     """Run the stream through the cache state (mutated); per-entry counts and the new clock.
 
     Returns ``(hits, read_misses, write_misses, writebacks, clock)``.

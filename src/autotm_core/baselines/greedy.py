@@ -226,7 +226,7 @@ class _Walk:
             return entry
         return None
 
-    def _apply(self, k: int, evict: list, keep: list) -> None:  # type: ignore[type-arg]
+    def _apply(self, k: int, evict: list, keep: list) -> None:
         for entry, _ in keep:
             heapq.heappush(self.heap, entry)
         for entry, _ in evict:

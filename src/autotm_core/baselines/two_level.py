@@ -195,7 +195,7 @@ def cache_model(
     )
 
 
-def _simulate(first_line, n_lines, reads, writes, n_sets, ways, *, warm, reference):  # type: ignore[no-untyped-def]
+def _simulate(first_line, n_lines, reads, writes, n_sets, ways, *, warm, reference):
     from autotm_core.baselines import cache_kernels
 
     passes = 2 if warm else 1

@@ -94,12 +94,13 @@ def plan_layout(
     by_pool: dict[int, list[int]] = collections.defaultdict(list)
     for i, r in enumerate(plan.residencies):
         by_pool[pool_of[r.pool]].append(i)
-    sizes = []
+    sizes: list[int] = []
     for p, pool in enumerate(system.pools):
         rows = by_pool.get(p, [])
-        if capacities[p] is not None:
-            top = _bounded(plan, rows, nbytes, pool.name, capacities[p])
-            size = capacities[p]
+        capacity = capacities[p]
+        if capacity is not None:
+            top = _bounded(plan, rows, nbytes, pool.name, capacity)
+            size = capacity
             if pool.name in arena_nbytes:
                 size = arena_nbytes[pool.name]
                 if size < top:
@@ -109,7 +110,7 @@ def plan_layout(
                         hint=f"give --arena {pool.name}={top} or more",
                     )
                 notes.append(f"pool {pool.name!r}: arena of {format_bytes(size)} instead of its "
-                             f"capacity {format_bytes(capacities[p])} (the plan uses "
+                             f"capacity {format_bytes(capacity)} (the plan uses "
                              f"{format_bytes(top)})")
             sizes.append(size)
             for i in rows:

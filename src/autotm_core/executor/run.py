@@ -134,7 +134,7 @@ class _Loop:
     ) -> None:
         memory = space.bytes
 
-        def views(copies):  # type: ignore[no-untyped-def]
+        def views(copies):
             return [(c.move, memory[bases[c.source[0]] + c.source[1]:][: c.nbytes],
                      memory[bases[c.target[0]] + c.target[1]:][: c.nbytes]) for c in copies]
 
@@ -149,7 +149,7 @@ class _Loop:
         self.digests = np.zeros(len(self.iterations), dtype=np.uint64)
         self.bindings = [space.arenas[name].binding for name in space.arenas]
 
-    def once(self, replay, samples, after) -> float:  # type: ignore[no-untyped-def]
+    def once(self, replay, samples, after) -> float:
         """One step; fills ``samples[(wait, sync, submit, kernel), k]`` in ns; returns seconds."""
         memory, words, ops, copier = self.space.bytes, self.space.words, self.ops, self.copier
         replay.initialise(memory, words, self.initial)

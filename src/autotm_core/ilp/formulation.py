@@ -356,7 +356,9 @@ class _Builder:
     def _kernel_times(self) -> tuple[list[int], list[list[int]], list[list[int]]]:
         lp, live, states = self.lp, self.live, self.states
         separable = self.costs.separable()
-        times, rows, config_vars = [], [], []
+        times: list[int] = []
+        rows: list[list[int]] = []
+        config_vars: list[list[int]] = []
         for k in range(self.n):
             tk = lp.add_var(cost=1.0)
             times.append(tk)

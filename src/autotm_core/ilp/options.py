@@ -58,12 +58,16 @@ def _to_capacities(value: Mapping[str, int | Sequence[int]] | None) -> dict[str,
     return out
 
 
+def _to_formulation(value: Formulation | str) -> Formulation:
+    return Formulation.parse(value)
+
+
 @attrs.frozen(kw_only=True)
 class FormulationOptions:
     """Everything that shapes the model besides the graph, the costs and the memory system."""
 
     formulation: Formulation = attrs.field(default=Formulation.SYNCHRONOUS,
-                                           converter=Formulation.parse)
+                                           converter=_to_formulation)
     """Static, synchronous or asynchronous."""
     async_window: int = attrs.field(default=15, validator=attrs.validators.ge(1))
     """Asynchronous only: a move may overlap a kernel at most this many kernels away from
