@@ -15,7 +15,7 @@ POLICIES = ("first-touch", "2lm", "greedy", "all-fast", "all-slow")
 """Names of the baselines, as ``--policy`` takes them."""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "baseline", help="plan with a baseline (first-touch, 2lm, greedy, all-fast, all-slow)",
         description="Plan a graph with one of the baselines every result is compared with, verify "

@@ -8,7 +8,7 @@ import json
 from rich.console import Console
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "calibrate", help="measure every NUMA node's bandwidth and latency; write a system file",
         description="Measure read, write and copy bandwidth (synchronous, and asynchronous on a "

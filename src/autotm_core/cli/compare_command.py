@@ -11,7 +11,7 @@ from autotm_core.cli.info_command import SOURCE_HELP
 from autotm_core.cli.sweep_command import add_planning_arguments, split
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="planners, solvers and baselines side by side on one graph and limit",
         description="Plan one graph at one fast-memory limit with each planner (each ILP "

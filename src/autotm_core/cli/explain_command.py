@@ -11,7 +11,7 @@ from rich.console import Console
 from autotm_core.cli.verify_command import add_plan_arguments
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "explain", help="explain a tensor's moves or a kernel's placement in a plan",
         description="For a tensor: where it lived over time, each move with its copy time, and "

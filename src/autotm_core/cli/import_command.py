@@ -14,7 +14,7 @@ from rich.console import Console
 from autotm_core.errors import UsageError
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "import", help="capture a model with a frontend plugin and save its graph (.json)",
         description=(

@@ -15,7 +15,7 @@ SOURCE_HELP = (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "info", help="summarise a graph: tensors by kind, peak live bytes, memory over time",
         description="Load and verify a graph, then summarise it.",

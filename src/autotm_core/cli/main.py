@@ -70,9 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         errors.print(
-            f"[bold red]internal error:[/] {type(exc).__name__}: {_escape(str(exc))}", soft_wrap=True
+            f"[bold red]internal error:[/] {type(exc).__name__}: {_escape(str(exc))}",
+            soft_wrap=True,
         )
-        errors.print("[dim]hint:[/] this is a bug in autotm-core; rerun with --debug and report the traceback")
+        errors.print(
+            "[dim]hint:[/] this is a bug in autotm-core;"
+            " rerun with --debug and report the traceback"
+        )
         return 3
 
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from autotm_core.cli.verify_command import add_plan_arguments
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "plot", help="draw a plan: memory over time, time per kernel, an HTML report",
         description="Simulate a plan and draw it: bytes in each pool over kernels with the "

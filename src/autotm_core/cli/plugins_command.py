@@ -10,7 +10,7 @@ from rich.table import Table
 from autotm_core.plugins import FRONTENDS_GROUP, SOLVERS_GROUP, frontends, solvers
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "plugins", help="list the frontend and solver plugins found, and why any cannot run",
         description=f"List the entry points of the groups {FRONTENDS_GROUP} and {SOLVERS_GROUP}.",

@@ -17,7 +17,7 @@ def default_cache_dir() -> str:
     return os.path.join(root, "autotm-core", "profiles")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "profile", help="measure every kernel in every placement of its tensors; write a cost file",
         description="Run each distinct kernel of a graph (its replay: the bytes it reads and "

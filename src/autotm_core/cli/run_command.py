@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 
 from rich.console import Console
 
 from autotm_core.cli.verify_command import add_plan_arguments
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run", help="execute a plan on NUMA-bound arenas and compare measured with predicted time",
         description="Verify a plan, make one NUMA-bound, pre-faulted arena per pool, run the "
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(handler=run)
 
 
-def _pairs(values: list[str], what: str, convert) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def _pairs(values: list[str], what: str, convert: Callable[[str], int]) -> dict[str, int]:
     from autotm_core.errors import UsageError
 
     out = {}

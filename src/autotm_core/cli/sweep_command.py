@@ -30,7 +30,7 @@ def split(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "sweep", help="plan over fast-memory sizes: the trade-off curve, its knee, the price",
         description="Plan each graph at each fast-memory limit with each planner, and report "
