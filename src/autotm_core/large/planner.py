@@ -1,0 +1,185 @@
+"""Plans for very large graphs within a time budget, with a stated worst-case gap.
+
+:func:`plan_large` builds the one formulation
+(:func:`~autotm_core.ilp.formulation.build_program`), fixes what the exact
+reductions allow (:mod:`autotm_core.large.reductions`), offers the greedy
+baseline's plan as a starting solution (:func:`~autotm_core.ilp.warm.warm_start_from_plan`)
+and lets HiGHS improve it until the budget runs out. It returns the better of
+the solver's incumbent and greedy's plan (never worse than greedy), verified and
+simulated, with a lower bound on the optimum: the solver's best bound when it
+has one, else every kernel at its fastest with no moves.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import attrs
+import numpy as np
+
+from autotm_core.costs.model import KernelCosts
+from autotm_core.ilp.options import FormulationOptions
+from autotm_core.ir import Graph
+from autotm_core.large.reductions import Reductions
+from autotm_core.memory import MemorySystem
+from autotm_core.plans.model import Plan
+
+logger = logging.getLogger(__name__)
+
+MIN_SOLVE_SECONDS = 1.0
+"""Below this much budget left after building, the solver is not started (greedy's plan)."""
+
+
+@attrs.frozen(kw_only=True)
+class LargePlanResult:
+    """What :func:`plan_large` produced."""
+
+    plan: Plan
+    """The plan returned; it passed the verifier."""
+    simulation: object
+    """The simulator's :class:`~autotm_core.simulation.Simulation` of the plan."""
+    source: str
+    """Where the plan came from: ``"ilp"`` (the solver's incumbent) or ``"greedy"``."""
+    greedy_step_seconds: float
+    """Predicted step time of the greedy baseline's plan."""
+    bound_seconds: float
+    """A proven lower bound on the optimal step time."""
+    bound_source: str
+    """``"solver"`` (HiGHS's best bound) or ``"kernels"`` (every kernel at its fastest)."""
+    termination: str
+    """Why the solver stopped (``"not run"`` when the budget was spent before)."""
+    reductions: Reductions
+    """The fixings applied, and what each reduction removed."""
+    dropped_fixings: int
+    """Fixings left out because greedy's plan (the warm start) breaks them."""
+    n_variables: int
+    """Variables of the model."""
+    n_binaries: int
+    """Binary variables of the model."""
+    n_nonzeros: int
+    """Nonzero coefficients of its rows."""
+    build_seconds: float
+    """Seconds to build the model, find the reductions and the warm start."""
+    greedy_seconds: float
+    """Seconds the greedy baseline took."""
+    solve_seconds: float
+    """Seconds spent in the solver (hand-off included)."""
+    total_seconds: float
+    """Seconds from the call to the verified, simulated result."""
+    system: MemorySystem
+    """The memory system planned for, with the fast capacity applied."""
+
+    @property
+    def step_seconds(self) -> float:
+        """Predicted step time of the plan."""
+        return float(self.simulation.step_seconds)
+
+    @property
+    def gap(self) -> float:
+        """Worst-case relative distance from the optimum: ``(step - bound) / step``."""
+        step = self.step_seconds
+        return 0.0 if step <= 0 else max(0.0, (step - self.bound_seconds) / step)
+
+
+def plan_large(
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    fast_capacity_nbytes: int | None = None,
+    time_budget_seconds: float = 60.0,
+    relative_gap: float = 0.01,
+    costs: KernelCosts | None = None,
+    options: FormulationOptions | None = None,
+    reduce: bool = True,
+    threads: int | None = None,
+) -> LargePlanResult:
+    """Plan ``graph`` within about ``time_budget_seconds`` end to end (see the module docstring).
+
+    The solver gets what is left of the budget after building, and stops earlier at
+    ``relative_gap``. Raises :class:`~autotm_core.errors.CapacityError` when no plan fits.
+    """
+    from autotm_core.baselines import greedy
+    from autotm_core.costs import resolve_costs
+    from autotm_core.ilp.decode import decode_plan
+    from autotm_core.ilp.formulation import build_program, resolve_capacities
+    from autotm_core.ilp.infeasible import check_lower_bounds
+    from autotm_core.ilp.lp import to_matrix_problem
+    from autotm_core.ilp.warm import warm_start_from_plan
+    from autotm_core.large.reductions import find_reductions
+    from autotm_core.plans.verify import check_plan
+    from autotm_core.simulation import simulate
+    from autotm_core.solvers import SolverConfig
+    from autotm_core.solvers.highs import solve_matrix
+
+    started = time.perf_counter()
+    if fast_capacity_nbytes is not None:
+        system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
+    options = options or FormulationOptions()
+    costs = costs if costs is not None else resolve_costs(graph, system)
+    check_lower_bounds(graph, system, resolve_capacities(graph, system, options.capacities),
+                       options)
+
+    greedy_started = time.perf_counter()
+    greedy_plan = greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes)
+    greedy_sim = simulate(greedy_plan, graph, system, costs)
+    greedy_seconds = time.perf_counter() - greedy_started
+
+    index = build_program(graph, costs, system, options.capacities, options)
+    lp = index.lp
+    start = warm_start_from_plan(index, greedy_plan, graph, system)
+    found = find_reductions(index, graph, system, costs) if reduce else _no_reductions(lp)
+    applied = found
+    if start is not None:
+        applied = found.without(found.conflicts(start))
+    logger.info("reductions: %s (%d dropped for the warm start)", found.summary(),
+                found.columns.size - applied.columns.size)
+    problem = to_matrix_problem(applied.apply(lp), name=graph.name)
+    kernel_bound = index.objective_seconds(
+        float(sum(lp.var_lb[v] for v in index.kernel_time_vars)))
+    build_seconds = time.perf_counter() - started - greedy_seconds
+
+    plan, simulation, source = greedy_plan, greedy_sim, "greedy"
+    bound, bound_source, termination, solve_seconds = kernel_bound, "kernels", "not run", 0.0
+    left = time_budget_seconds - (time.perf_counter() - started)
+    if left >= MIN_SOLVE_SECONDS:
+        config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap,
+                              threads=threads, warm_start=start is not None)
+        result, values = solve_matrix(problem, config=config, start=start)
+        termination = result.termination.value
+        solve_seconds = result.solve_seconds + result.handoff_seconds
+        if result.best_bound is not None and math.isfinite(result.best_bound):
+            solver_bound = index.objective_seconds(result.best_bound)
+            if solver_bound > bound:
+                bound, bound_source = solver_bound, "solver"
+        if values is not None:
+            candidate = decode_plan(
+                index, values, graph, system, planner="large/ilp",
+                capacities={p.name: p.capacity_nbytes for p in system.pools},
+                attributes={"objective_seconds": index.objective_seconds(result.objective or 0.0),
+                            "bound_seconds": bound, "termination": termination},
+            )
+            check_plan(candidate, graph, system)
+            candidate_sim = simulate(candidate, graph, system, costs)
+            if float(candidate_sim.step_seconds) < float(greedy_sim.step_seconds):
+                plan, simulation, source = candidate, candidate_sim, "ilp"
+    check_plan(plan, graph, system)
+    # a bound above a feasible plan's time can only come from tolerances: clip it
+    bound = min(bound, float(simulation.step_seconds))
+    return LargePlanResult(
+        plan=plan, simulation=simulation, source=source,
+        greedy_step_seconds=float(greedy_sim.step_seconds), bound_seconds=bound,
+        bound_source=bound_source, termination=termination, reductions=found,
+        dropped_fixings=int(found.columns.size - applied.columns.size),
+        n_variables=lp.n_vars, n_binaries=lp.n_binaries, n_nonzeros=int(problem.start[-1]),
+        build_seconds=build_seconds, greedy_seconds=greedy_seconds, solve_seconds=solve_seconds,
+        total_seconds=time.perf_counter() - started, system=system,
+    )
+
+
+def _no_reductions(lp: object) -> Reductions:
+    empty = np.zeros(0)
+    return Reductions(columns=empty, values=empty, always_fast_tensors=0, never_fast_slots=0,
+                      unprofitable_fetches=0, binary=empty,
+                      n_binaries=int(sum(lp.var_binary)))  # type: ignore[attr-defined]
