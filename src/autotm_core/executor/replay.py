@@ -13,7 +13,13 @@ columns :data:`ADDR`, :data:`NBYTES`, :data:`SEED`, :data:`KIND`), reads first:
 - a scratch row (the kernel's workspace) is filled then read back; what it read
   is returned apart, never folded into ``h`` (a workspace holds no data);
 - ``iterations`` rounds of four dependent multiply-adds (8 floating-point
-  operations a round) stand for the kernel's compute.
+  operations a round) stand for the kernel's compute. They are spread over the
+  traffic: after each cache line read or written (a *chunk*; a row with no
+  aligned whole word is one chunk) run ``iterations // chunks`` rounds, one
+  more for the first ``iterations % chunks`` chunks. The core overlaps the
+  rounds' dependent multiply-adds with the loads and stores around them, so a
+  kernel takes about ``max(compute, memory)``, as the roofline predicts, not
+  their sum. The bytes do not depend on the rounds.
 
 The digest of ``n`` bytes, taken as zero-padded little-endian words ``w_i``, is
 ``n * K3 + sum_i mixd(w_i + (i + 1) * K1)`` modulo ``2**64``; the fill stream
@@ -124,14 +130,14 @@ def _dose(chunk, share, extra, x0, x1, x2, x3):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _chunks(addr, n, chunk_words):  # pragma: no cover - compiled
-    """Chunks of a row: its aligned whole words in pieces of ``chunk_words``, at least one."""
+def _chunks(addr, n):  # pragma: no cover - compiled
+    """Chunks of a row: its aligned whole words, a line at a time; at least one."""
     full = n // 8 if addr % 8 == 0 else 0
-    return (full + chunk_words - 1) // chunk_words if full > 0 else 1
+    return (full + LINE_WORDS - 1) // LINE_WORDS if full > 0 else 1
 
 
 @numba.njit(cache=True, nogil=True)
-def _digest_computing(space, words, addr, n, chunk_words, share, extra, chunk,
+def _digest_computing(space, words, addr, n, share, extra, chunk,
                       x0, x1, x2, x3):  # pragma: no cover - compiled
     """:func:`digest` of the ``n`` bytes at ``addr``, each chunk followed by its rounds.
 
@@ -165,7 +171,7 @@ def _digest_computing(space, words, addr, n, chunk_words, share, extra, chunk,
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_computing(space, words, addr, n, base, chunk_words, share, extra, chunk,
+def _fill_computing(space, words, addr, n, base, share, extra, chunk,
                     x0, x1, x2, x3):  # pragma: no cover - compiled
     """:func:`fill` of the ``n`` bytes at ``addr``, each chunk followed by its rounds."""
     full = n // 8 if addr % 8 == 0 else 0
@@ -198,16 +204,14 @@ def _fill_computing(space, words, addr, n, base, chunk_words, share, extra, chun
 def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - compiled
     """Run rows ``lo..hi-1`` of ``ops`` and ``iterations`` compute rounds, interleaved.
 
-    Each row's traffic goes in chunks of a few cache lines; after each chunk
-    runs its even share of the rounds (the remainder one each to the first
-    chunks), so the compute overlaps the memory traffic. Returns the kernel's
+    After each chunk (a line) of traffic run its share of the rounds (see the
+    module doc), so the compute overlaps the memory traffic. Returns the kernel's
     hash (of what it read), the digest of its scratch memory and the compute
     result (returned so that the compute is not elided).
     """
-    chunk_words = LINE_WORDS
     chunks = 0
     for r in range(lo, hi):
-        count = _chunks(ops[r, 0], ops[r, 1], chunk_words)
+        count = _chunks(ops[r, 0], ops[r, 1])
         chunks += 2 * count if ops[r, 3] == 2 else count
     share = iterations // chunks if chunks > 0 else 0
     extra = iterations - share * chunks if chunks > 0 else 0
@@ -221,15 +225,15 @@ def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - com
         n = ops[r, 1]
         if kind == 0:
             d, chunk, x0, x1, x2, x3 = _digest_computing(
-                space, words, addr, n, chunk_words, share, extra, chunk, x0, x1, x2, x3)
+                space, words, addr, n, share, extra, chunk, x0, x1, x2, x3)
             h = mix(h ^ d)
         else:
             base = mix(h ^ np.uint64(ops[r, 2]))
             chunk, x0, x1, x2, x3 = _fill_computing(
-                space, words, addr, n, base, chunk_words, share, extra, chunk, x0, x1, x2, x3)
+                space, words, addr, n, base, share, extra, chunk, x0, x1, x2, x3)
             if kind == 2:
                 d, chunk, x0, x1, x2, x3 = _digest_computing(
-                    space, words, addr, n, chunk_words, share, extra, chunk, x0, x1, x2, x3)
+                    space, words, addr, n, share, extra, chunk, x0, x1, x2, x3)
                 scratch ^= d
     if chunks == 0:
         x0, x1, x2, x3 = _rounds(iterations, x0, x1, x2, x3)
