@@ -1,0 +1,56 @@
+"""The budgeted planner returns verified plans, never worse than greedy, with a valid bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotm_core.costs import resolve_costs
+from autotm_core.examples.networks import mlp, training_chain
+from autotm_core.ilp.planner import plan_graph
+from autotm_core.large import plan_large
+from autotm_core.memory import preset
+from autotm_core.plans.verify import verify_plan
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("fraction", [0.3, 0.6])
+def test_plan_verifies_beats_greedy_and_bounds_the_exact_optimum(fraction):
+    graph = training_chain(8)
+    system = preset("optane-2019")
+    capacity = int(graph.liveness.peak_nbytes * fraction)
+    result = plan_large(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=30,
+                        relative_gap=0.0)
+    assert verify_plan(result.plan, graph, result.system) == []
+    assert result.step_seconds <= result.greedy_step_seconds
+    assert result.bound_seconds <= result.step_seconds
+    exact = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0)
+    assert result.bound_seconds <= exact.step_seconds * (1 + 1e-7)
+    assert result.step_seconds == pytest.approx(exact.step_seconds, rel=1e-6)
+    assert 0.0 <= result.gap < 1e-6
+
+
+@pytest.mark.highs
+def test_no_time_to_solve_returns_greedy_with_the_kernel_bound():
+    graph = mlp(batch=4, widths=(64, 128, 64, 10))
+    system = preset("optane-2019")
+    capacity = int(graph.liveness.peak_nbytes * 0.4)
+    result = plan_large(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=0)
+    assert result.source == "greedy" and result.termination == "not run"
+    assert result.step_seconds == result.greedy_step_seconds
+    assert result.bound_source == "kernels"
+    assert 0 < result.bound_seconds <= result.step_seconds
+    assert verify_plan(result.plan, graph, result.system) == []
+
+
+@pytest.mark.highs
+def test_without_reductions_the_same_plan_quality():
+    graph = training_chain(6)
+    system = preset("optane-2019")
+    capacity = int(graph.liveness.peak_nbytes * 0.5)
+    costs = resolve_costs(graph, system.with_capacity(system.fast.name, capacity))
+    kept = plan_large(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0,
+                      costs=costs)
+    plain = plan_large(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0,
+                       costs=costs, reduce=False)
+    assert plain.reductions.columns.size == 0 < kept.reductions.columns.size
+    assert kept.step_seconds == pytest.approx(plain.step_seconds, rel=1e-6)
