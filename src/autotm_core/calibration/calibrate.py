@@ -126,7 +126,8 @@ def calibrated_system(calibration: Calibration, *, name: str = "calibrated") -> 
     size = format_bytes(calibration.buffer_nbytes)
     method = (f"measured by 'python -m autotm_core calibrate': one thread, {calibration.repeat} "
               f"timed repetitions (median) over buffers of {size}"
-              f" bound to each node; copies with numpy.copyto, asynchronous ones on a second "
+              f" bound to each node; read and write by the replay kernels' own loops; copies "
+              f"with numpy.copyto, asynchronous ones on a second "
               f"thread while the first computes; latency by pointer chasing; compute rate of the "
               f"replay kernels' multiply-add loop")
     if len(by_node) == 1:
