@@ -32,8 +32,13 @@ FEASIBILITY_TOLERANCE = 1e-6
 
 
 def _held(spans: Sequence[tuple[int, int, int]], first: int, last: int) -> list[frozenset[int]]:
-    """Pools holding the tensor at each kernel ``first..last``."""
-    return [frozenset(p for p, a, b in spans if a <= k <= b) for k in range(first, last + 1)]
+    """The pool sets holding the tensor over kernels ``first..last``, in time order.
+
+    Evaluated only where a span begins or ends, so a long slot costs no more than a short one.
+    """
+    points = {first} | {a for _, a, _ in spans if first < a <= last}
+    points |= {b + 1 for _, _, b in spans if first <= b < last}
+    return [frozenset(p for p, a, b in spans if a <= k <= b) for k in sorted(points)]
 
 
 def _rank(state: State) -> tuple[bool, int, int]:
