@@ -51,6 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="skip address assignment (capacity then holds in aggregate only)")
     parser.add_argument("--max-rounds", type=int, default=8, metavar="N",
                         help="address-fitting solves before giving up (default 8)")
+    parser.add_argument("--mode", choices=("exact", "approximate", "auto"), default="auto",
+                        help="exact ILP; approximate (the ILP warm-started from greedy within "
+                        "--time-limit, 60 s by default, with a proven bound); auto: exact up to "
+                        "2,000 kernels (default: auto)")
     parser.add_argument("-o", "--output", metavar="PLAN", help="write the plan to this file")
     parser.add_argument("--top", type=int, default=10, metavar="N",
                         help="kernels listed by time (default 10)")
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from autotm_core.report.solve_report import (
         all_fast_seconds,
         baseline_facts,
+        large_facts,
         render_solve,
         solve_facts,
     )
@@ -92,8 +97,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
             time_limit_seconds=args.time_limit, relative_gap=args.gap, costs=costs)
         status.update(f"building the {args.formulation} model of {graph.name} "
                       f"({len(graph.kernels):,} kernels)")
+        from autotm_core.large import PlanMode, resolve_mode
+
+        approximate = resolve_mode(graph, args.mode) is PlanMode.APPROXIMATE
         with _status_from_logs(status, show_logs=args.debug, solver=args.solver):
-            if args.no_addresses:
+            if approximate:
+                from autotm_core.large import plan_large
+
+                status.update(f"planning {graph.name} ({len(graph.kernels):,} kernels) "
+                              "approximately, warm-started from greedy")
+                result, fitted = plan_large(
+                    graph, system, fast_capacity_nbytes=capacity, options=options,
+                    time_budget_seconds=args.time_limit or 60.0, relative_gap=args.gap,
+                    costs=costs), None
+            elif args.no_addresses:
                 from autotm_core.ilp.planner import plan_graph
 
                 result, fitted = plan_graph(graph, system, **kwargs), None
@@ -113,8 +130,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
         status.update("computing the baselines")
         ideal = all_fast_seconds(graph, system, costs)
         baselines = baseline_facts(graph, system, costs, fast_capacity_nbytes=capacity)
-    facts = solve_facts(result, all_fast=ideal, baselines=baselines, fitted=fitted,
-                        top=max(0, args.top))
+    if approximate:
+        facts = large_facts(result, all_fast=ideal, baselines=baselines, top=max(0, args.top))
+    else:
+        facts = solve_facts(result, all_fast=ideal, baselines=baselines, fitted=fitted,
+                            top=max(0, args.top))
     facts["fast_capacity_nbytes"] = capacity
     if args.output:
         facts["output"] = args.output

@@ -120,6 +120,43 @@ def solve_facts(result: Any, *, all_fast: float, baselines: list[dict[str, Any]]
     return facts
 
 
+def large_facts(result: Any, *, all_fast: float, baselines: list[dict[str, Any]],
+                top: int = 10) -> dict[str, Any]:
+    """As :func:`solve_facts`, for a :class:`~autotm_core.large.planner.LargePlanResult`."""
+    facts = simulation_facts(result.simulation, all_fast_seconds=all_fast, top=top)
+    step = facts["step_seconds"]
+    for b in baselines:
+        seconds = b["step_seconds"]
+        b["slowdown"] = seconds / all_fast if seconds is not None and all_fast else None
+        b["plan_speedup"] = seconds / step if seconds is not None and step else None
+    facts["baselines"] = baselines
+    facts["solve"] = {
+        "solver": "highs (approximate)",
+        "solver_version": f"plan from {result.source}",
+        "termination": result.termination,
+        "status": "feasible",
+        "proven_optimal": False,
+        "interrupted": False,
+        "objective_seconds": result.step_seconds,
+        "bound_seconds": result.bound_seconds,
+        "gap": result.gap,
+        "build_seconds": result.build_seconds + result.greedy_seconds,
+        "handoff_seconds": 0.0,
+        "solve_seconds": result.solve_seconds,
+        "warm_started": True,
+    }
+    facts["model"] = {
+        "formulation": result.plan.planner,
+        "variables": result.n_variables,
+        "binaries": result.n_binaries,
+        "constraints": None,
+        "nonzeros": result.n_nonzeros,
+    }
+    facts["reductions"] = result.reductions.summary()
+    facts["addresses"] = None
+    return facts
+
+
 def render_solve(sim: Any, facts: dict[str, Any], *, width: int = 72) -> RenderableType:
     """The solve, the comparison with the baselines and the address fitting, then the plan."""
     s, m = facts["solve"], facts["model"]
@@ -138,9 +175,15 @@ def render_solve(sim: Any, facts: dict[str, Any], *, width: int = 72) -> Rendera
     if s["bound_seconds"] is not None:
         head.add_row("bound", format_seconds(s["bound_seconds"]))
     head.add_row("gap", "-" if s["gap"] is None else f"{s['gap']:.2%}")
+    constraints = "" if m["constraints"] is None else f"{m['constraints']:,} constraints, "
     head.add_row("model", f"{m['formulation']}: {m['variables']:,} variables "
-                 f"({m['binaries']:,} binary), {m['constraints']:,} constraints, "
-                 f"{m['nonzeros']:,} nonzeros")
+                 f"({m['binaries']:,} binary), {constraints}{m['nonzeros']:,} nonzeros")
+    if "reductions" in facts:
+        r = facts["reductions"]
+        head.add_row("reductions", f"{r['fixed_binaries']:,} of {r['binaries']:,} binaries fixed "
+                     f"({r['always_fast_tensors']:,} tensors always fast, "
+                     f"{r['never_fast_slots']:,} slots never fast, "
+                     f"{r['unprofitable_fetches']:,} unprofitable fetches)")
     total = s["build_seconds"] + s["handoff_seconds"] + s["solve_seconds"]
     head.add_row("time", f"build {format_seconds(s['build_seconds'])}, hand-off "
                  f"{format_seconds(s['handoff_seconds'])}, solve "
@@ -148,7 +191,7 @@ def render_solve(sim: Any, facts: dict[str, Any], *, width: int = 72) -> Rendera
                  + ("" if s["warm_started"] else ", no warm start"))
     a = facts["addresses"]
     if a is None:
-        head.add_row("addresses", "not assigned (--no-addresses)")
+        head.add_row("addresses", "not assigned (--no-addresses, or --mode approximate)")
     else:
         rounds = f"{a['rounds']} round{'s' if a['rounds'] != 1 else ''}"
         verdict = "fit" if a["fits"] else "[bold red]do not fit[/] (plan kept without offsets)"
@@ -186,5 +229,5 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}x"
 
 
-__all__ = ["COMPARED_BASELINES", "all_fast_seconds", "baseline_facts", "render_solve",
-           "solve_facts"]
+__all__ = ["COMPARED_BASELINES", "all_fast_seconds", "baseline_facts", "large_facts",
+           "render_solve", "solve_facts"]

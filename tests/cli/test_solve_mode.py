@@ -1,0 +1,32 @@
+"""``solve --mode``: the approximate planner from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autotm_core.cli.main import main
+
+
+def test_approximate_mode_reports_a_bound_and_beats_greedy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["solve", "example:mlp", "--system", "optane-2019", "--ratio", "4:1",
+                   "--mode", "approximate", "--time-limit", "20", "--json"])
+    assert status == 0
+    facts = json.loads(capsys.readouterr().out)
+    solve = facts["solve"]
+    assert solve["solver"] == "highs (approximate)"
+    assert solve["bound_seconds"] <= facts["step_seconds"] * (1 + 1e-9)
+    greedy = next(b for b in facts["baselines"] if b["name"] == "greedy")
+    assert facts["step_seconds"] <= greedy["step_seconds"] * (1 + 1e-9)
+    assert facts["addresses"] is None
+
+
+def test_unknown_mode_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["solve", "example:mlp", "--system", "optane-2019", "--ratio", "4:1",
+              "--mode", "fastest"])
+    assert exit_info.value.code == 2
+    assert "--mode" in capsys.readouterr().err
