@@ -63,6 +63,19 @@ def baseline_facts(graph: Graph, system: MemorySystem, costs: KernelCosts, *,
     return out
 
 
+def _plan_and_baselines(simulation: Any, all_fast: float, baselines: list[dict[str, Any]],
+                        top: int) -> dict[str, Any]:
+    """The simulated plan's facts, with each baseline's slowdown and the plan's speedup."""
+    facts = simulation_facts(simulation, all_fast_seconds=all_fast, top=top)
+    step = facts["step_seconds"]
+    for b in baselines:
+        seconds = b["step_seconds"]
+        b["slowdown"] = seconds / all_fast if seconds is not None and all_fast else None
+        b["plan_speedup"] = seconds / step if seconds is not None and step else None
+    facts["baselines"] = baselines
+    return facts
+
+
 def solve_facts(result: Any, *, all_fast: float, baselines: list[dict[str, Any]],
                 fitted: Any = None, top: int = 10) -> dict[str, Any]:
     """Everything ``solve`` reports, as plain data (the ``--json`` output).
@@ -70,13 +83,7 @@ def solve_facts(result: Any, *, all_fast: float, baselines: list[dict[str, Any]]
     ``result`` is the :class:`~autotm_core.ilp.planner.PlanResult` of the plan reported;
     ``fitted`` the :class:`~autotm_core.ilp.fitting.FittedPlan` when addresses were fitted.
     """
-    facts = simulation_facts(result.simulation, all_fast_seconds=all_fast, top=top)
-    step = facts["step_seconds"]
-    for b in baselines:
-        seconds = b["step_seconds"]
-        b["slowdown"] = seconds / all_fast if seconds is not None and all_fast else None
-        b["plan_speedup"] = seconds / step if seconds is not None and step else None
-    facts["baselines"] = baselines
+    facts = _plan_and_baselines(result.simulation, all_fast, baselines, top)
     solve = result.solve
     attributes = result.plan.attributes
     gap = solve.gap if solve.gap is not None and math.isfinite(solve.gap) else None
@@ -123,13 +130,7 @@ def solve_facts(result: Any, *, all_fast: float, baselines: list[dict[str, Any]]
 def large_facts(result: Any, *, all_fast: float, baselines: list[dict[str, Any]],
                 top: int = 10) -> dict[str, Any]:
     """As :func:`solve_facts`, for a :class:`~autotm_core.large.planner.LargePlanResult`."""
-    facts = simulation_facts(result.simulation, all_fast_seconds=all_fast, top=top)
-    step = facts["step_seconds"]
-    for b in baselines:
-        seconds = b["step_seconds"]
-        b["slowdown"] = seconds / all_fast if seconds is not None and all_fast else None
-        b["plan_speedup"] = seconds / step if seconds is not None and step else None
-    facts["baselines"] = baselines
+    facts = _plan_and_baselines(result.simulation, all_fast, baselines, top)
     facts["solve"] = {
         "solver": "highs (approximate)",
         "solver_version": f"plan from {result.source}",
