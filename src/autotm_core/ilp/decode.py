@@ -23,12 +23,13 @@ from autotm_core.plans.model import Move, MoveKind, Plan, Residency
 
 
 def _chosen(values: np.ndarray, options: Mapping[int, int] | list[Edge], what: str) -> Any:
+    best: Edge | int
     if isinstance(options, list):
-        best = max(options, key=lambda e: values[e.var])
-        score = values[best.var]
+        edge = max(options, key=lambda e: values[e.var])
+        best, score = edge, values[edge.var]
     else:
-        best = max(options, key=lambda s: values[options[s]])
-        score = values[options[best]]
+        slot_state = max(options, key=lambda s: values[options[s]])
+        best, score = slot_state, values[options[slot_state]]
     if not score > 0.5:
         raise SolverError(f"the solution chooses nothing for {what} (largest value {score})",
                           hint="this is a bug in the formulation or the solver; please report it")

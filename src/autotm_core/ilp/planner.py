@@ -115,7 +115,7 @@ def plan_graph(
     if result.termination in (TerminationCondition.INFEASIBLE,
                               TerminationCondition.INFEASIBLE_OR_UNBOUNDED):
         raise explain_infeasible(graph, system, capacities, options)
-    if not result.has_solution:
+    if not result.has_solution or values is None:
         raise SolverError(
             f"solver {result.solver_name!r} found no plan for graph {graph.name!r} "
             f"({result.termination.value}: {result.message})",

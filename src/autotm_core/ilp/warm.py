@@ -77,9 +77,10 @@ def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, in
             if not seen:
                 return None
             # a clean copy the edge needs is kept (the dominating choice), else dropped
-            s = seen[0]
-            wanted = [s, state_of.get(states[s].pools | {states[-1].usable}, s),
-                      state_of.get(frozenset({states[s].usable}), s)]
+            held_state = seen[0]
+            wanted = [held_state,
+                      state_of.get(states[held_state].pools | {states[-1].usable}, held_state),
+                      state_of.get(frozenset({states[held_state].usable}), held_state)]
         else:
             wanted = sorted(set(seen), key=lambda s: _rank(states[s]))
             if chosen and chosen[-1] not in wanted:
@@ -103,8 +104,9 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
     lp = index.lp
     values = np.zeros(lp.n_vars)
     by_tensor: dict[str, list[tuple[int, int, int]]] = {}
-    for r in plan.residencies:
-        by_tensor.setdefault(r.tensor, []).append((system.pool_index(r.pool), r.first, r.last))
+    for residency in plan.residencies:
+        by_tensor.setdefault(residency.tensor, []).append(
+            (system.pool_index(residency.pool), residency.first, residency.last))
     usable: dict[tuple[int, int], int] = {}
     tables = any(index.config_vars)
     for t, ts in enumerate(index.tensors):
@@ -131,12 +133,12 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
         entries = range(int(live.kernel_ptr[k]), int(live.kernel_ptr[k + 1]))
         wanted = [usable[int(live.kernel_tensors[e]), k] for e in entries]
         configs = index.config_pools[k]
-        rows = np.flatnonzero((configs == np.asarray(wanted)).all(axis=1))
-        if rows.size == 0:
+        matches = np.flatnonzero((configs == np.asarray(wanted)).all(axis=1))
+        if matches.size == 0:
             logger.info("warm start: kernel %r has no configuration %s", graph.kernels[k].name,
                         wanted)
             return None
-        values[zs[int(rows[0])]] = 1.0
+        values[zs[int(matches[0])]] = 1.0
     for tk, rows in zip(index.kernel_time_vars, index.kernel_time_rows, strict=True):
         best = lp.var_lb[tk]
         for r in rows:
