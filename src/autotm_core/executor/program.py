@@ -87,7 +87,8 @@ def _held_at(rows: Sequence[tuple[int, int, int]], k: int) -> bool:
 
 
 def build_program(
-    plan: Plan, graph: Graph, layout: Layout, *, flops: Sequence[float], flops_scale: float = 1.0
+    plan: Plan, graph: Graph, layout: Layout, *, flops: Sequence[float] | npt.NDArray[np.float64],
+    flops_scale: float = 1.0,
 ) -> Program:
     """The program of a verified ``plan`` laid out by ``layout``."""
     nbytes = {t.name: t.nbytes for t in graph.tensors}

@@ -87,7 +87,8 @@ def execute(
         copy_seconds = np.zeros(repeat, dtype=np.float64)
         for rep in range(repeat):
             before = copier.copy_ns
-            hook = None if after_kernel is None else (lambda k: after_kernel(k, view))
+            hook = (None if after_kernel is None or view is None
+                    else (lambda k: after_kernel(k, view)))
             steps[rep] = loop.once(replay, samples[rep], hook)
             copy_seconds[rep] = (copier.copy_ns - before) * 1e-9
             if progress is not None:

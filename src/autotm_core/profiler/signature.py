@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+import numpy as np
+import numpy.typing as npt
 
 from autotm_core.ir import Graph
 
@@ -77,7 +79,8 @@ def stable_digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def kernel_signatures(graph: Graph, *, flops: Sequence[float]) -> list[KernelSignature]:
+def kernel_signatures(graph: Graph, *, flops: Sequence[float] | npt.NDArray[np.float64]
+                      ) -> list[KernelSignature]:
     """The signature of every kernel of ``graph``, ``flops`` giving each kernel's FLOPs."""
     live = graph.liveness
     tensors = graph.tensors
