@@ -194,11 +194,11 @@ class _Walk:
                     over_kernel -= self.nbytes[entry[1]]
                     over_boundary -= self.nbytes[entry[1]] if frees_boundary else 0
             if not exhausted:
-                entry = self._candidate(k, touched)
-                if entry is not None:
-                    t = entry[1]
+                candidate = self._candidate(k, touched)
+                if candidate is not None:
+                    t = candidate[1]
                     frees = self.slow_start[t] >= 0 or self._retro(t, k)
-                    chosen.append((entry, frees))
+                    chosen.append((candidate, frees))
                     continue
                 exhausted = True
             droppable = [t for t in fetch + born if not self.pinned[t]]

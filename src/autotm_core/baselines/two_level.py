@@ -177,8 +177,11 @@ def cache_model(
     missed = read_misses + write_misses > 0
     entry_latency = np.where(missed, slow.latency_seconds, fast.latency_seconds)
     owner = np.repeat(np.arange(live.n_kernels), np.diff(live.kernel_ptr))
-    memory = np.bincount(owner, weights=entry_memory, minlength=live.n_kernels)
-    latency = np.bincount(owner, weights=entry_latency, minlength=live.n_kernels)
+    # weighted counts are float64 (the stubs say intp): astype only retypes, it copies nothing
+    memory = np.bincount(owner, weights=entry_memory, minlength=live.n_kernels).astype(
+        np.float64, copy=False)
+    latency = np.bincount(owner, weights=entry_latency, minlength=live.n_kernels).astype(
+        np.float64, copy=False)
     compute = costs.constants[:, COMPUTE_TERM]  # latency sits in the coefficients, not here
     workspace = costs.constants[:, MEMORY_TERM]
     seconds = np.maximum(compute, memory + workspace) + latency
