@@ -25,6 +25,7 @@ from autotm_core.ir import Graph
 from autotm_core.large.reductions import Reductions
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
+from autotm_core.simulation import Simulation
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class LargePlanResult:
 
     plan: Plan
     """The plan returned; it passed the verifier."""
-    simulation: object
+    simulation: Simulation
     """The simulator's :class:`~autotm_core.simulation.Simulation` of the plan."""
     source: str
     """Where the plan came from: ``"ilp"`` (the solver's incumbent) or ``"greedy"``."""
