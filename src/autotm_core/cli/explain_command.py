@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 import attrs
 from rich.console import Console
 
 from autotm_core.cli.verify_command import add_plan_arguments
+
+if TYPE_CHECKING:
+    from autotm_core.explain import KernelExplanation, TensorExplanation
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +44,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     graph = load_source(args.graph)
     system = resolve_system(args.system)
     check_plan(plan, graph, system)
+    explanation: TensorExplanation | KernelExplanation
     if args.tensor is not None:
         explanation = explain_tensor(plan, graph, system, tensor=args.tensor)
         view = render_tensor(explanation, tuple(k.name for k in graph.kernels))
