@@ -119,6 +119,22 @@ class PointResult:
         return cls(**fields)
 
 
+@attrs.frozen(kw_only=True)
+class _PlanFacts:
+    """What a planner's plan gave, before it becomes a :class:`PointResult`."""
+
+    step_seconds: float
+    """Predicted step time of the plan."""
+    moved_nbytes: int
+    """Bytes copied between pools by the plan."""
+    n_moves: int
+    """Number of moves of the plan."""
+    gap: float | None = None
+    """Relative gap the ILP solver proved (``None`` for baselines)."""
+    termination: str = ""
+    """Why the ILP solver stopped (empty for baselines)."""
+
+
 @functools.lru_cache(maxsize=16)
 def _context(graph_source: str, system_name: str) -> tuple[Any, Any, Any, float]:
     """(graph, system, costs, all-fast seconds), loaded once per process."""
@@ -162,8 +178,8 @@ def plan_point(point: SweepPoint, *,
     """
     graph, system, costs, ideal = _context(point.graph, point.system)
     capacity = point_capacity(point)
-    base = {"point": point, "fast_capacity_nbytes": capacity,
-            "peak_nbytes": int(graph.liveness.peak_nbytes), "all_fast_seconds": ideal}
+    base = PointResult(point=point, status="no-plan", fast_capacity_nbytes=capacity,
+                       peak_nbytes=int(graph.liveness.peak_nbytes), all_fast_seconds=ideal)
     started = time.perf_counter()
     try:
         if point.planner in ILP_PLANNERS:
@@ -172,14 +188,16 @@ def plan_point(point: SweepPoint, *,
             facts, plan = _plan_baseline(point, graph, system, costs, capacity)
     except (CapacityError, SolverError) as exc:
         logger.info("no plan for %s: %s", point.key, exc.message)
-        return PointResult(status="no-plan", message=exc.message,
-                           plan_seconds=time.perf_counter() - started, **base), None
-    result = PointResult(status="ok", plan_seconds=time.perf_counter() - started, **facts, **base)
+        return attrs.evolve(base, message=exc.message,
+                            plan_seconds=time.perf_counter() - started), None
+    result = attrs.evolve(base, status="ok", plan_seconds=time.perf_counter() - started,
+                          step_seconds=facts.step_seconds, moved_nbytes=facts.moved_nbytes,
+                          n_moves=facts.n_moves, gap=facts.gap, termination=facts.termination)
     return result, plan
 
 
 def _plan_ilp(point: SweepPoint, graph: Any, system: Any, costs: Any, capacity: int,
-              start_plans: Sequence[Plan]) -> tuple[dict[str, Any], Plan]:
+              start_plans: Sequence[Plan]) -> tuple[_PlanFacts, Plan]:
     from autotm_core.ilp.planner import plan_graph
     from autotm_core.solvers import TerminationCondition
 
@@ -189,14 +207,14 @@ def _plan_ilp(point: SweepPoint, graph: Any, system: Any, costs: Any, capacity: 
     if result.solve.termination is TerminationCondition.INTERRUPTED:
         raise KeyboardInterrupt
     gap = result.plan.attributes.get("gap")
-    facts = {**_moves(result.simulation), "step_seconds": result.step_seconds,
-             "gap": None if gap is None else float(gap),
-             "termination": result.solve.termination.value}
+    facts = _facts(result.simulation, result.step_seconds,
+                   gap=None if gap is None else float(gap),
+                   termination=result.solve.termination.value)
     return facts, result.plan
 
 
 def _plan_baseline(point: SweepPoint, graph: Any, system: Any, costs: Any,
-                   capacity: int) -> tuple[dict[str, Any], Plan]:
+                   capacity: int) -> tuple[_PlanFacts, Plan]:
     from autotm_core.baselines import run_baseline
     from autotm_core.baselines.two_level import two_level_plan
     from autotm_core.plans import check_plan
@@ -211,8 +229,10 @@ def _plan_baseline(point: SweepPoint, graph: Any, system: Any, costs: Any,
     sim = simulate(plan, graph, system, costs)
     # 2LM moves nothing in the plan: its time is the cache model's, not the simulator's
     step = cache.predicted_seconds if cache is not None else sim.step_seconds
-    return {**_moves(sim), "step_seconds": float(step)}, plan
+    return _facts(sim, float(step)), plan
 
 
-def _moves(sim: Any) -> dict[str, int]:
-    return {"moved_nbytes": int(sim.pair_nbytes.sum()), "n_moves": int(sim.pair_counts.sum())}
+def _facts(sim: Any, step_seconds: float, *, gap: float | None = None,
+           termination: str = "") -> _PlanFacts:
+    return _PlanFacts(step_seconds=step_seconds, moved_nbytes=int(sim.pair_nbytes.sum()),
+                      n_moves=int(sim.pair_counts.sum()), gap=gap, termination=termination)
