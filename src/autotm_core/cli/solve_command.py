@@ -7,11 +7,15 @@ import contextlib
 import json
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from autotm_core.cli.info_command import SOURCE_HELP
+
+if TYPE_CHECKING:
+    from autotm_core.ilp.planner import PlanResult
+    from autotm_core.large import LargePlanResult
 
 FORMULATIONS = ("static", "synchronous", "asynchronous")
 """Values of ``--formulation``."""
@@ -100,6 +104,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from autotm_core.large import PlanMode, resolve_mode
 
         approximate = resolve_mode(graph, args.mode) is PlanMode.APPROXIMATE
+        result: LargePlanResult | PlanResult
         with _status_from_logs(status, show_logs=args.debug, solver=args.solver):
             if approximate:
                 from autotm_core.large import plan_large
