@@ -1,0 +1,89 @@
+"""A near-optimal starting plan by relax-and-fix, for HiGHS to start from.
+
+On these models the LP relaxation's bound sits within a fraction of a percent of
+the integer optimum, but HiGHS spends most of its time in cut rounds before a
+heuristic finds an incumbent that good; starting from the greedy plan (often
+15-20% worse) does not help it stop. Relax-and-fix: solve the LP relaxation,
+fix every binary the LP already sets to 0 or 1, and solve the small MIP left.
+Its solution is feasible for the full model (only bounds were tightened), so it
+is a plan of the full problem, and the LP relaxation's objective is a proven
+lower bound: when the two are within the gap asked for, the problem is solved to
+that gap without the full MIP; otherwise the solution is offered to the full
+solve as its warm start. Either way the decoded plan is verified and simulated.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+import numpy as np
+
+from autotm_core.errors import AutotmError
+from autotm_core.ilp.formulation import ModelIndex
+
+logger = logging.getLogger(__name__)
+
+INTEGRAL_TOLERANCE = 1e-6
+"""An LP value this close to 0 or 1 counts as integral (the binary is fixed to it)."""
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class RelaxAndFix:
+    """A feasible solution of the full model, with the LP relaxation's bound."""
+
+    values: np.ndarray
+    """One value per variable of the model."""
+    result: Any
+    """The :class:`~autotm_core.solvers.SolveResult` of the fixed MIP, with the LP
+    relaxation's objective as its best bound (so its gap is proven for the full model)."""
+
+
+def relax_and_fix(index: ModelIndex, *, time_limit_seconds: float | None,
+                  relative_gap: float) -> RelaxAndFix | None:
+    """A feasible solution of ``index``'s model found by relax-and-fix, or ``None``.
+
+    Each of the two HiGHS solves gets ``time_limit_seconds`` (``None``: no limit).
+    """
+    from autotm_core.ilp.lp import to_matrix_problem
+    from autotm_core.solvers import SolverConfig, TerminationCondition
+    from autotm_core.solvers.base import settle_status
+    from autotm_core.solvers.highs import solve_matrix
+
+    problem = to_matrix_problem(index.lp, name="relax-and-fix")
+    binary = np.asarray(problem.is_integer, dtype=bool)
+    if not binary.any():
+        return None
+    config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
+                          warm_start=False)
+    try:
+        relaxed, x = solve_matrix(attrs.evolve(problem, is_integer=np.zeros_like(binary)),
+                                  config=config)
+        if x is None:
+            logger.info("relax-and-fix: the LP relaxation gave no solution (%s)",
+                        relaxed.termination.value)
+            return None
+        lower = np.array(problem.col_lower, dtype=np.float64)
+        upper = np.array(problem.col_upper, dtype=np.float64)
+        ones = binary & (x >= 1 - INTEGRAL_TOLERANCE)
+        zeros = binary & (x <= INTEGRAL_TOLERANCE)
+        lower[ones], upper[zeros] = 1.0, 0.0
+        logger.info("relax-and-fix: the LP fixes %d of %d binaries", int(ones.sum() + zeros.sum()),
+                    int(binary.sum()))
+        fixed, y = solve_matrix(attrs.evolve(problem, col_lower=lower, col_upper=upper),
+                                config=config)
+    except AutotmError as exc:  # only a start: planning goes on without it
+        logger.info("relax-and-fix failed: %s", exc.message)
+        return None
+    if y is None or fixed.objective is None or relaxed.objective is None:
+        logger.info("relax-and-fix: the fixed MIP gave no solution (%s)", fixed.termination.value)
+        return None
+    bound = relaxed.objective if relaxed.termination is TerminationCondition.OPTIMAL else None
+    termination, status = settle_status(
+        TerminationCondition.OPTIMAL if fixed.has_solution else fixed.termination,
+        has_solution=True, objective=fixed.objective, best_bound=bound)
+    result = attrs.evolve(fixed, best_bound=bound, termination=termination, status=status,
+                          solve_seconds=relaxed.solve_seconds + fixed.solve_seconds,
+                          handoff_seconds=relaxed.handoff_seconds + fixed.handoff_seconds)
+    return RelaxAndFix(values=y, result=result)
