@@ -78,6 +78,10 @@ class SolverError(AutotmError):
     """A solver is unavailable, failed, or returned something unusable."""
 
 
+class SolveInterruptedError(SolverError):
+    """The user interrupted a solve (Ctrl-C) before the solver found any solution."""
+
+
 class ExecutionError(AutotmError):
     """A plan cannot be carried out on this machine (arena, copy or replay failure)."""
 

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from autotm_core.errors import AutotmError
+from autotm_core.errors import AutotmError, SolveInterruptedError
 from autotm_core.ilp.formulation import ModelIndex
 
 logger = logging.getLogger(__name__)
@@ -60,6 +60,8 @@ def relax_and_fix(index: ModelIndex, *, time_limit_seconds: float | None,
     try:
         relaxed, x = solve_matrix(attrs.evolve(problem, is_integer=np.zeros_like(binary)),
                                   config=config)
+        if relaxed.termination is TerminationCondition.INTERRUPTED:
+            raise KeyboardInterrupt  # the user's Ctrl-C, not a failed start
         if x is None:
             logger.info("relax-and-fix: the LP relaxation gave no solution (%s)",
                         relaxed.termination.value)
@@ -73,9 +75,13 @@ def relax_and_fix(index: ModelIndex, *, time_limit_seconds: float | None,
                     int(binary.sum()))
         fixed, y = solve_matrix(attrs.evolve(problem, col_lower=lower, col_upper=upper),
                                 config=config)
+    except SolveInterruptedError:
+        raise KeyboardInterrupt from None  # the user's Ctrl-C, not a failed start
     except AutotmError as exc:  # only a start: planning goes on without it
         logger.info("relax-and-fix failed: %s", exc.message)
         return None
+    if fixed.termination is TerminationCondition.INTERRUPTED:
+        raise KeyboardInterrupt
     if y is None or fixed.objective is None or relaxed.objective is None:
         logger.info("relax-and-fix: the fixed MIP gave no solution (%s)", fixed.termination.value)
         return None

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from autotm_core.errors import SolverError
+from autotm_core.errors import SolveInterruptedError, SolverError
 from autotm_core.solvers.base import (
     SolverConfig,
     SolveResult,
@@ -280,7 +280,7 @@ def _result(highs: Any, problem: MatrixProblem, *, interrupted: bool,
         elif termination is TerminationCondition.OPTIMAL:
             best_bound = objective
     if termination is TerminationCondition.INTERRUPTED and not has_solution:
-        raise SolverError(
+        raise SolveInterruptedError(
             "HiGHS was interrupted (Ctrl-C) before it found any feasible solution",
             hint="let it run longer, or set a time limit to get the best plan found in time",
         )
