@@ -40,6 +40,7 @@ from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
 from autotm_torch import _torch_internals as internals
 from autotm_torch.capture import Traced
+from autotm_torch.lower import _vals
 from autotm_torch.out_variants import out_variant
 from autotm_torch.pools import NumaPools, Pools
 
@@ -357,15 +358,6 @@ def _run(kernel: _Kernel, mem: Pools, device: torch.device) -> None:
         if name in kernel.written:
             home.copy_(temporary)
 
-
-def _vals(value: Any) -> Any:
-    if isinstance(value, torch.fx.Node):
-        return value.meta.get("val")
-    if isinstance(value, list | tuple):
-        return type(value)(_vals(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _vals(v) for k, v in value.items()}
-    return value
 
 
 def _snapshots(
