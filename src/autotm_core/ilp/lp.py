@@ -125,39 +125,63 @@ def to_matrix_problem(lp: LinearProgram, *, name: str = "autotm") -> Any:
 
 
 def to_pyomo(lp: LinearProgram) -> Any:
-    """A Pyomo ``ConcreteModel`` with variables ``model.x[0..n-1]``, rows ``model.rows``."""
+    """A Pyomo ``ConcreteModel`` with variables ``model.x[0..n-1]``, rows ``model.rows[0..m-1]``.
+
+    Variable ``j`` has ``lp``'s bounds (``None`` where infinite) and is binary or
+    real; row ``r`` is ``body == lb`` when its bounds are equal, else ``lb <= body``,
+    ``body <= ub`` or ``lb <= body <= ub`` (a row free on both sides is left out);
+    ``body`` is a ``LinearExpression`` of ``coef * x[j]`` terms in ``lp``'s order.
+
+    The variables are made from one template and their domains and bounds set after
+    (no rule call per variable), the expressions are built directly, and Python's
+    cyclic garbage collector is paused meanwhile (Pyomo's ``PauseGC``, as its own
+    writers do): the model is a million small objects, and the collections their
+    allocation triggers cost most of the time otherwise.
+    """
     import pyomo.environ as pyo
-    from pyomo.core.expr.numeric_expr import LinearExpression
-
-    model = pyo.ConcreteModel(name="autotm")
-    lb, ub, binary = lp.var_lb, lp.var_ub, lp.var_binary
-
-    def domain(_m: Any, i: int) -> Any:
-        return pyo.Binary if binary[i] else pyo.Reals
-
-    def bounds(_m: Any, i: int) -> tuple[float | None, float | None]:
-        return (None if lb[i] == -math.inf else lb[i], None if ub[i] == math.inf else ub[i])
-
-    model.x = pyo.Var(range(lp.n_vars), domain=domain, bounds=bounds, dense=True)
-    x = [model.x[i] for i in range(lp.n_vars)]
-    cols, coefs, rlb, rub = lp.row_cols, lp.row_coefs, lp.row_lb, lp.row_ub
-
-    def row(_m: Any, r: int) -> Any:
-        body = LinearExpression(constant=0, linear_coefs=list(coefs[r]),
-                                linear_vars=[x[j] for j in cols[r]])
-        low = None if rlb[r] == -math.inf else rlb[r]
-        high = None if rub[r] == math.inf else rub[r]
-        if low is not None and low == high:
-            return body == low
-        return (low, body, high)
-
-    model.rows = pyo.Constraint(range(lp.n_rows), rule=row)
-    objective = sorted(lp.objective.items())
-    model.objective = pyo.Objective(
-        expr=LinearExpression(constant=0, linear_coefs=[c for _, c in objective],
-                              linear_vars=[x[j] for j, _ in objective]),
-        sense=pyo.minimize,
+    from pyomo.common.gc_manager import PauseGC
+    from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
+    from pyomo.core.expr.relational_expr import (
+        EqualityExpression,
+        InequalityExpression,
+        RangedExpression,
     )
+
+    with PauseGC():
+        model = pyo.ConcreteModel(name="autotm")
+        model.x = pyo.Var(range(lp.n_vars), domain=pyo.Reals, dense=True)
+        x = list(model.x.values())
+        for var, low, high, binary in zip(x, lp.var_lb, lp.var_ub, lp.var_binary, strict=True):
+            if binary:
+                var.domain = pyo.Binary
+            if low != -math.inf:
+                var.lower = low
+            if high != math.inf:
+                var.upper = high
+
+        def linear(cols: list[int], coefs: list[float]) -> Any:
+            return LinearExpression(list(map(MonomialTermExpression,
+                                             zip(coefs, map(x.__getitem__, cols), strict=True))))
+
+        def relation(cols: list[int], coefs: list[float], low: float, high: float) -> Any:
+            body = linear(cols, coefs)
+            if low == high:
+                return EqualityExpression((body, low))
+            if high == math.inf:
+                if low == -math.inf:
+                    return pyo.Constraint.Skip
+                return InequalityExpression((low, body), False)
+            if low == -math.inf:
+                return InequalityExpression((body, high), False)
+            return RangedExpression((low, body, high), (False, False))
+
+        rows = list(map(relation, lp.row_cols, lp.row_coefs, lp.row_lb, lp.row_ub))
+        model.rows = pyo.Constraint(range(lp.n_rows), rule=lambda _m, r: rows[r])
+        objective = sorted(lp.objective.items())
+        model.objective = pyo.Objective(
+            expr=linear([j for j, _ in objective], [c for _, c in objective]),
+            sense=pyo.minimize,
+        )
     return model
 
 
