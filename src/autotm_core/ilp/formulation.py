@@ -23,7 +23,7 @@ Nothing here solves, prints or reads files.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 import numpy as np
@@ -56,6 +56,21 @@ class Edge:
     """State index after."""
     async_kernel: int | None
     """The kernel an asynchronous move overlaps; ``None`` for a synchronous one."""
+
+
+class _Pair(NamedTuple):
+    """A kept (state before, state after) pair of a transition and its synchronous move."""
+
+    before: int
+    """State index before."""
+    after: int
+    """State index after."""
+    cost: float
+    """Objective units of the synchronous copies."""
+    held: frozenset[int]
+    """Pools holding the tensor at the boundary (both ends of each copy)."""
+    moved: bool
+    """Whether anything is copied (else there is no asynchronous variant)."""
 
 
 @attrs.define
@@ -204,6 +219,8 @@ class _Builder:
         self.async_load: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
         self.at_kernel: dict[tuple[int, int], dict[int, int]] = {}
         self.time = 1.0 / SECONDS_PER_UNIT
+        # Transitions repeat (21,653 in a 5,000-kernel chain, 55 distinct): see :meth:`_pairs`.
+        self.pairs: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], list[_Pair]] = {}
 
     def build(self) -> ModelIndex:
         o = self.options
@@ -237,6 +254,29 @@ class _Builder:
             held = held + (-(-live.workspace_nbytes.astype(np.int64) // self.unit) * self.unit)
         return bool(np.all(held <= capacity))
 
+    def _pairs(self, nbytes: int, before: tuple[int, ...], after: tuple[int, ...], *,
+               interior: bool) -> list[_Pair]:
+        """The (state before, state after) pairs a transition keeps, with their synchronous moves.
+
+        A pure function of its arguments, so computed once per distinct set of them.
+        """
+        key = (nbytes, before, after, interior)
+        pairs = self.pairs.get(key)
+        if pairs is None:
+            pairs = []
+            allows = set(after)
+            for s in before:
+                for s2 in after:
+                    a, b = self.states[s], self.states[s2]
+                    if self._dominated(a, b, interior=interior, after_allows=allows):
+                        continue
+                    sync = move_sources(self.system, nbytes, a, b, asynchronous=False)
+                    pairs.append(_Pair(s, s2, self.time * sum(m[2] for m in sync),
+                                       (a.pools & b.pools) | {m[0] for m in sync} | b.pools,
+                                       bool(sync)))
+            self.pairs[key] = pairs
+        return pairs
+
     def _dominated(self, a: State, b: State, *, interior: bool, after_allows: set[int]) -> bool:
         """Whether the edge ``a -> b`` can be left out without changing the optimum.
 
@@ -266,6 +306,7 @@ class _Builder:
         nbytes = int(self.live.nbytes[t])
         size = round_up(nbytes, self.unit) / self.unit
         allowed = allowed_states(self.graph, self.system, self.options, t)
+        users = self.live.use_kernels[self.live.use_ptr[t]:self.live.use_ptr[t + 1]].tolist()
         slot_vars: list[dict[int, int]] = []
         for i, slot in enumerate(ts.slots):
             ok = [s for s in allowed if not (slot.writes and states[s].clean_copy)]
@@ -276,9 +317,9 @@ class _Builder:
             if i == 0:
                 lp.add_row(list(xs.values()), [1.0] * len(xs), lb=1.0, ub=1.0)
             if slot.gadget:
-                users = self.live.use_kernels[self.live.use_ptr[t]:self.live.use_ptr[t + 1]]
-                for k in users[(users >= slot.first) & (users <= slot.last)].tolist():
-                    self.at_kernel[t, k] = xs
+                for k in users:
+                    if slot.first <= k <= slot.last:
+                        self.at_kernel[t, k] = xs
             self._occupy(2 * slot.first + 1, 2 * slot.last + 1, size,
                          [(v, states[s].pools) for s, v in xs.items()])
         all_edges = []
@@ -288,18 +329,13 @@ class _Builder:
             edges: list[Edge] = []
             boundary = []
             interior = not ts.slots[i + 1].gadget
-            for s in before:
-                for s2 in after:
+            for s, s2, cost, held, moved in self._pairs(nbytes, tuple(before), tuple(after),
+                                                         interior=interior):
+                var = lp.add_var(ub=1.0, binary=use_async, cost=cost)
+                edges.append(Edge(var, s, s2, None))
+                boundary.append((var, held))
+                if moved and use_async:
                     a, b = states[s], states[s2]
-                    if self._dominated(a, b, interior=interior, after_allows=set(after)):
-                        continue
-                    sync = move_sources(self.system, nbytes, a, b, asynchronous=False)
-                    cost = self.time * sum(m[2] for m in sync)
-                    var = lp.add_var(ub=1.0, binary=use_async, cost=cost)
-                    edges.append(Edge(var, s, s2, None))
-                    boundary.append((var, (a.pools & b.pools) | {m[0] for m in sync} | b.pools))
-                    if not sync or not use_async:
-                        continue
                     moves = move_sources(self.system, nbytes, a, b, asynchronous=True)
                     seconds = self.time * sum(m[2] for m in moves)
                     evict = ts.slots[i + 1].gadget is False
