@@ -23,12 +23,27 @@ def test_run_kernel_equals_reference(rows, fill_seed, iterations):
     ops = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     space = np.random.default_rng(fill_seed).integers(0, 256, SPACE, dtype=np.uint8)
     expected = space.copy()
-    h, scratch, result = replay.run_kernel(space, space.view(np.uint64), ops, 0, len(ops),
-                                           iterations)
+    h, scratch, rounds, result = replay.run_kernel(space, space.view(np.uint64), ops, 0,
+                                                   len(ops), iterations)
     h_ref, scratch_ref = reference.run_kernel(expected, ops, 0, len(ops))
     assert (h, scratch) == (int(h_ref), int(scratch_ref))
     assert np.array_equal(space, expected)
-    assert result == reference.compute_result(iterations)  # every round run, exactly once
+    assert rounds == iterations  # every round run, exactly once
+    assert result == reference.compute_result(iterations)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 500), st.integers(0, 5), st.data())
+def test_dose_spreads_the_extra_rounds_evenly(chunks, share, data):
+    """After c chunks, floor(c * extra / chunks) extra rounds: never two extras bunched up."""
+    extra = data.draw(st.integers(0, chunks - 1))
+    carry, total, x = 0, 0, 1.0
+    for c in range(1, chunks + 1):
+        carry, count, x = replay._dose(carry, share, extra, chunks, x)
+        total += count
+        assert count in (share, share + 1)
+        assert total == c * share + c * extra // chunks
+    assert total == share * chunks + extra and carry == 0
 
 
 @settings(max_examples=40, deadline=None)

@@ -12,14 +12,21 @@ columns :data:`ADDR`, :data:`NBYTES`, :data:`SEED`, :data:`KIND`), reads first:
   downstream;
 - a scratch row (the kernel's workspace) is filled then read back; what it read
   is returned apart, never folded into ``h`` (a workspace holds no data);
-- ``iterations`` rounds of four dependent multiply-adds (8 floating-point
-  operations a round) stand for the kernel's compute. They are spread over the
-  traffic: after each cache line read or written (a *chunk*; a row with no
-  aligned whole word is one chunk) run ``iterations // chunks`` rounds, one
-  more for the first ``iterations % chunks`` chunks. The core overlaps the
-  rounds' dependent multiply-adds with the loads and stores around them, so a
-  kernel takes about ``max(compute, memory)``, as the roofline predicts, not
+- ``iterations`` *rounds*, each one dependent double-precision division
+  (``x = C / x``), stand for the kernel's compute. They are spread evenly over
+  the traffic: after each cache line read or written (a *chunk*; a row with no
+  aligned whole word is one chunk) run ``iterations // chunks`` rounds, and one
+  more after a chunk whenever the running remainder reaches a whole round
+  (Bresenham), so that no stretch of the kernel is all compute or all traffic.
+  A chain of divisions keeps the divider busy but issues one instruction per
+  round: the loads, stores and integer work of the traffic run alongside it, so
+  a kernel takes about ``max(compute, memory)``, as the roofline predicts, not
   their sum. The bytes do not depend on the rounds.
+
+Whole cache lines are digested and filled as rows of a 2-D view of ``words``:
+the indices are known non-negative, so no word pays numba's negative-index test
+and each line compiles to straight-line code (about twice the traffic rate
+of indexing ``words`` directly).
 
 The digest of ``n`` bytes, taken as zero-padded little-endian words ``w_i``, is
 ``n * K3 + sum_i mixd(w_i + (i + 1) * K1)`` modulo ``2**64``; the fill stream
@@ -37,8 +44,9 @@ ADDR, NBYTES, SEED, KIND = 0, 1, 2, 3
 """Columns of an ``ops`` row."""
 READ, WRITE, SCRATCH = 0, 1, 2
 """Kinds of an ``ops`` row."""
-FLOPS_PER_ITERATION = 8
-"""Floating-point operations of one compute round."""
+FLOPS_PER_ITERATION = 4
+"""Floating-point operations one compute round counts for: a division, weighted 4 as in the
+usual normalised operation counts (add, multiply 1; divide, square root 4)."""
 LINE_WORDS = 8
 """Words of a 64-byte cache line."""
 
@@ -50,7 +58,9 @@ INIT_SEED = np.uint64(0x510E527FADE682D1)
 _S27, _S29, _S30, _S31 = np.uint64(27), np.uint64(29), np.uint64(30), np.uint64(31)
 _SEVEN, _EIGHT, _ONE, _ZERO = np.uint64(7), np.uint64(8), np.uint64(1), np.uint64(0)
 _BYTE = np.uint64(0xFF)
-_A, _B = 0.999999, 1e-7
+_C = 1.0000001
+"""Dividend of the compute rounds: ``x`` alternates between 1 and ``_C``, always normal (the
+functions running rounds use numba's ``error_model="numpy"``: no zero test per division)."""
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -111,22 +121,25 @@ def fill(space, words, addr, n, base):  # pragma: no cover - compiled
             space[addr + 8 * i + b] = np.uint8((x >> (_EIGHT * np.uint64(b))) & _BYTE)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _rounds(count, x0, x1, x2, x3):  # pragma: no cover - compiled
-    """``count`` compute rounds: four dependent multiply-adds each."""
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _rounds(count, x):  # pragma: no cover - compiled
+    """``count`` compute rounds: one dependent division each."""
     for _ in range(count):
-        x0 = x0 * _A + _B
-        x1 = x1 * _A + _B
-        x2 = x2 * _A + _B
-        x3 = x3 * _A + _B
-    return x0, x1, x2, x3
+        x = _C / x
+    return x
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _dose(chunk, share, extra, x0, x1, x2, x3):  # pragma: no cover - compiled
-    """The rounds of chunk number ``chunk``: ``share``, one more for the first ``extra`` chunks."""
-    count = share + 1 if chunk < extra else share
-    return _rounds(count, x0, x1, x2, x3)
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _dose(carry, share, extra, chunks, x):  # pragma: no cover - compiled
+    """The rounds after one chunk: ``share``, one more when ``carry + extra`` reaches ``chunks``.
+
+    Over ``chunks`` calls from ``carry = 0`` that is ``share * chunks + extra`` rounds,
+    the extra ones evenly spaced. Returns the new carry, the rounds run and ``x``.
+    """
+    carry += extra
+    more = 1 if carry >= chunks else 0
+    carry -= more * chunks
+    return carry, share + more, _rounds(share + more, x)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -136,78 +149,76 @@ def _chunks(addr, n):  # pragma: no cover - compiled
     return (full + LINE_WORDS - 1) // LINE_WORDS if full > 0 else 1
 
 
-@numba.njit(cache=True, nogil=True)
-def _digest_computing(space, words, addr, n, share, extra, chunk,
-                      x0, x1, x2, x3):  # pragma: no cover - compiled
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _digest_computing(space, words, addr, n, dose, x):  # pragma: no cover - compiled
     """:func:`digest` of the ``n`` bytes at ``addr``, each chunk followed by its rounds.
 
-    Returns the digest, the next chunk's number and the compute state.
+    ``dose`` is ``(carry, share, extra, chunks, rounds run)`` (see :func:`_dose`).
+    Returns the digest, the new ``dose`` and ``x``.
     """
+    carry, share, extra, chunks, done = dose
     total = np.uint64(n) * K3
     full = n // 8 if addr % 8 == 0 else 0
-    w0 = addr // 8
-    index = K1  # (i + 1) * K1, kept as a running sum: no multiply per word
-    for start in range(0, full, LINE_WORDS):
-        end = min(start + LINE_WORDS, full)
-        if end - start == LINE_WORDS:
-            for i in range(start, start + LINE_WORDS):
-                x = words[w0 + i] + index
-                total += (x ^ (x >> _S31)) * K2
-                index += K1
-        else:
-            for i in range(start, end):
-                x = words[w0 + i] + index
-                total += (x ^ (x >> _S31)) * K2
-                index += K1
-        x0, x1, x2, x3 = _dose(chunk, share, extra, x0, x1, x2, x3)
-        chunk += 1
-    for i in range(full, (n + 7) // 8):
-        x = _load(space, words, addr, i, n) + np.uint64(i + 1) * K1
-        total += (x ^ (x >> _S31)) * K2
-    if full == 0:
-        x0, x1, x2, x3 = _dose(chunk, share, extra, x0, x1, x2, x3)
-        chunk += 1
-    return total, chunk, x0, x1, x2, x3
+    lines = full // LINE_WORDS
+    grid = words[addr // 8 : addr // 8 + lines * LINE_WORDS].reshape(lines, LINE_WORDS)
+    for c in range(lines):
+        index = np.uint64(c * LINE_WORDS + 1) * K1  # (i + 1) * K1 for the line's first word
+        line = _ZERO
+        for j in range(LINE_WORDS):
+            x_j = grid[c, j] + index + np.uint64(j) * K1
+            line += (x_j ^ (x_j >> _S31)) * K2
+        total += line
+        carry, count, x = _dose(carry, share, extra, chunks, x)
+        done += count
+    for i in range(lines * LINE_WORDS, (n + 7) // 8):
+        w = _load(space, words, addr, i, n) + np.uint64(i + 1) * K1
+        total += (w ^ (w >> _S31)) * K2
+    if lines * LINE_WORDS < full or full == 0:
+        carry, count, x = _dose(carry, share, extra, chunks, x)
+        done += count
+    return total, (carry, share, extra, chunks, done), x
 
 
-@numba.njit(cache=True, nogil=True)
-def _fill_computing(space, words, addr, n, base, share, extra, chunk,
-                    x0, x1, x2, x3):  # pragma: no cover - compiled
-    """:func:`fill` of the ``n`` bytes at ``addr``, each chunk followed by its rounds."""
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fill_computing(space, words, addr, n, base, dose, x):  # pragma: no cover - compiled
+    """:func:`fill` of the ``n`` bytes at ``addr``, each chunk followed by its rounds.
+
+    Returns the new ``dose`` and ``x`` (see :func:`_digest_computing`).
+    """
+    carry, share, extra, chunks, done = dose
     full = n // 8 if addr % 8 == 0 else 0
+    lines = full // LINE_WORDS
+    grid = words[addr // 8 : addr // 8 + lines * LINE_WORDS].reshape(lines, LINE_WORDS)
+    for c in range(lines):
+        start = base + np.uint64(c * LINE_WORDS + 1) * K1
+        for j in range(LINE_WORDS):
+            w = start + np.uint64(j) * K1
+            grid[c, j] = w ^ (w >> _S29)
+        carry, count, x = _dose(carry, share, extra, chunks, x)
+        done += count
     w0 = addr // 8
-    x = base
-    for start in range(0, full, LINE_WORDS):
-        end = min(start + LINE_WORDS, full)
-        if end - start == LINE_WORDS:
-            for i in range(start, start + LINE_WORDS):
-                x += K1  # base + (i + 1) * K1, no multiply per word
-                words[w0 + i] = x ^ (x >> _S29)
-        else:
-            for i in range(start, end):
-                x += K1
-                words[w0 + i] = x ^ (x >> _S29)
-        x0, x1, x2, x3 = _dose(chunk, share, extra, x0, x1, x2, x3)
-        chunk += 1
+    for i in range(lines * LINE_WORDS, full):
+        w = base + np.uint64(i + 1) * K1
+        words[w0 + i] = w ^ (w >> _S29)
     for i in range(full, (n + 7) // 8):
-        x = base + np.uint64(i + 1) * K1
-        x = x ^ (x >> _S29)
+        w = base + np.uint64(i + 1) * K1
+        w = w ^ (w >> _S29)
         for b in range(min(8, n - 8 * i)):
-            space[addr + 8 * i + b] = np.uint8((x >> (_EIGHT * np.uint64(b))) & _BYTE)
-    if full == 0:
-        x0, x1, x2, x3 = _dose(chunk, share, extra, x0, x1, x2, x3)
-        chunk += 1
-    return chunk, x0, x1, x2, x3
+            space[addr + 8 * i + b] = np.uint8((w >> (_EIGHT * np.uint64(b))) & _BYTE)
+    if lines * LINE_WORDS < full or full == 0:
+        carry, count, x = _dose(carry, share, extra, chunks, x)
+        done += count
+    return (carry, share, extra, chunks, done), x
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - compiled
     """Run rows ``lo..hi-1`` of ``ops`` and ``iterations`` compute rounds, interleaved.
 
     After each chunk (a line) of traffic run its share of the rounds (see the
     module doc), so the compute overlaps the memory traffic. Returns the kernel's
-    hash (of what it read), the digest of its scratch memory and the compute
-    result (returned so that the compute is not elided).
+    hash (of what it read), the digest of its scratch memory, the number of
+    rounds run and the compute result (returned so that the compute is not elided).
     """
     chunks = 0
     for r in range(lo, hi):
@@ -215,8 +226,8 @@ def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - com
         chunks += 2 * count if ops[r, 3] == 2 else count
     share = iterations // chunks if chunks > 0 else 0
     extra = iterations - share * chunks if chunks > 0 else 0
-    chunk = 0
-    x0, x1, x2, x3 = 1.0, 2.0, 3.0, 4.0
+    dose = (0, share, extra, chunks, 0)
+    x = 1.0
     h = HASH_START
     scratch = _ZERO
     for r in range(lo, hi):
@@ -224,20 +235,19 @@ def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - com
         addr = ops[r, 0]
         n = ops[r, 1]
         if kind == 0:
-            d, chunk, x0, x1, x2, x3 = _digest_computing(
-                space, words, addr, n, share, extra, chunk, x0, x1, x2, x3)
+            d, dose, x = _digest_computing(space, words, addr, n, dose, x)
             h = mix(h ^ d)
         else:
             base = mix(h ^ np.uint64(ops[r, 2]))
-            chunk, x0, x1, x2, x3 = _fill_computing(
-                space, words, addr, n, base, share, extra, chunk, x0, x1, x2, x3)
+            dose, x = _fill_computing(space, words, addr, n, base, dose, x)
             if kind == 2:
-                d, chunk, x0, x1, x2, x3 = _digest_computing(
-                    space, words, addr, n, share, extra, chunk, x0, x1, x2, x3)
+                d, dose, x = _digest_computing(space, words, addr, n, dose, x)
                 scratch ^= d
+    done = dose[4]
     if chunks == 0:
-        x0, x1, x2, x3 = _rounds(iterations, x0, x1, x2, x3)
-    return h, scratch, x0 + x1 + x2 + x3
+        x = _rounds(iterations, x)
+        done = iterations
+    return h, scratch, done, x
 
 
 @numba.njit(cache=True, nogil=True)
