@@ -73,6 +73,9 @@ def test_space_arenas_are_exact_bound_and_prefaulted():
         dram, pmm = space.arenas["dram"], space.arenas["pmm"]
         assert (dram.nbytes, len(dram.memory)) == (100_000, 100_000)
         assert pmm.base % numa.page_nbytes() == 0 and pmm.base >= dram.nbytes
+        huge = numa.huge_page_nbytes()
+        if huge is not None:  # arenas start on huge-page boundaries, as the mapping does
+            assert space.address % huge == 0 and pmm.base % huge == 0
         assert dram.binding.verified and pmm.binding.verified
         assert dram.binding.sampled_pages > 1
         dram.view(99_000, 1000)[:] = 7

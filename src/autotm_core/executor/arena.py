@@ -6,6 +6,11 @@ one byte array (and one word array) reaches every pool: the replay kernels
 take a byte address instead of one array per tensor. Each arena is exactly its
 pool's size; :meth:`Arena.view` refuses anything outside it.
 
+Where the kernel offers transparent huge pages, the mapping asks for them
+(``madvise``, as NumPy does for its own large arrays) and every arena starts on
+a huge-page boundary and spans whole huge pages: streaming and copying a large
+arena then costs no more TLB misses than a NumPy array of the same size.
+
 At set-up every page is touched (so first-touch faults don't pollute
 measurements) and the binding is verified twice: the range's policy
 (``get_mempolicy(MPOL_F_ADDR)``) must be ``MPOL_BIND`` to the node, and a
@@ -94,20 +99,25 @@ class Space:
 
     def __init__(self, requests: Sequence[ArenaRequest]) -> None:
         page = numa.page_nbytes()
-        starts, cursor = [], 0
-        for request in requests:
-            starts.append(cursor)
-            cursor += -(-max(request.nbytes, 1) // page) * page
+        huge = numa.huge_page_nbytes()
+        unit = huge if huge is not None and huge % page == 0 else page
+        spans = [-(-max(request.nbytes, 1) // unit) * unit for request in requests]
+        starts = [sum(spans[:i]) for i in range(len(spans))]
         _check_room(requests)
+        cursor = sum(spans)
+        self._mapping = (numa.map_anonymous(cursor + unit - page), cursor + unit - page)
+        self.address = -(-self._mapping[0] // unit) * unit
+        """Address of the first arena's first byte (a multiple of the huge page size, if any)."""
         self.nbytes = cursor
-        self.address = numa.map_anonymous(cursor)
+        """Bytes of every arena, each rounded up to whole (huge) pages."""
         try:
+            if unit != page and not numa.advise_huge_pages(self.address, cursor):
+                logger.debug("no transparent huge pages for the arenas: small pages it is")
             buffer = (ctypes.c_uint8 * cursor).from_address(self.address)
             self.bytes: npt.NDArray[np.uint8] = np.ctypeslib.as_array(buffer)
             self.words: npt.NDArray[np.uint64] = self.bytes.view(np.uint64)
             self.arenas: dict[str, Arena] = {}
-            for request, start in zip(requests, starts, strict=True):
-                span = -(-max(request.nbytes, 1) // page) * page
+            for request, start, span in zip(requests, starts, spans, strict=True):
                 numa.bind(self.address + start, span, request.node)
                 self.bytes[start : start + span : page] = 0  # fault every page in, on its node
                 binding = _verify(self.address + start, span, request.node, page)
@@ -133,7 +143,7 @@ class Space:
         if self.address:
             self.bytes = self.words = None  # type: ignore[assignment]
             self.arenas = {}
-            numa.unmap(self.address, self.nbytes)
+            numa.unmap(*self._mapping)
             self.address = 0
 
     def __enter__(self) -> Space:
