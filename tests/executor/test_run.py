@@ -81,7 +81,8 @@ def test_first_touch_plan_of_a_training_chain_runs_and_matches():
     report = execute(plan, graph, system, repeat=2)
     assert report.check.matches
     assert report.pools[0].arena_nbytes == graph.liveness.peak_nbytes // 2
-    assert report.step_seconds.shape == (2,)
+    assert report.step_seconds.shape == report.step_on_cpu_seconds.shape == (2,)
+    assert (report.step_on_cpu_seconds > 0).all() and report.on_cpu_fraction > 0
     assert report.final_digests.keys() >= {"loss", "w0", "w1", "w2"}
 
 

@@ -129,7 +129,8 @@ def calibrated_system(calibration: Calibration, *, name: str = "calibrated") -> 
               f" bound to each node; read and write by the replay kernels' own loops; copies "
               f"with numpy.copyto, asynchronous ones on a second "
               f"thread while the first computes; latency by pointer chasing; compute rate of the "
-              f"replay kernels' multiply-add loop")
+              f"replay kernels' compute rounds (a chain of divisions, 4 FLOPs each); times "
+              f"are the measuring thread's CPU time")
     if len(by_node) == 1:
         (only,) = by_node.values()
         placed = [("dram", only), ("slow", only)]

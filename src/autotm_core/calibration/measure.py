@@ -3,7 +3,9 @@
 Buffers come from the executor's :class:`~autotm_core.executor.arena.Space`:
 bound with ``mbind``, pre-faulted and verified, so page faults stay out of
 every timing. Each measurement runs once untimed, then ``repeat`` times; the
-median is kept.
+median is kept. Times are the measuring thread's own CPU time
+(``time.thread_time_ns``: on a core, stalls on memory included), so other
+processes taking the core away do not lower the figures.
 
 - read / write: the replay kernels' own memory loops
   (:func:`~autotm_core.executor.replay.run_kernel` with one read row, or one
@@ -17,7 +19,7 @@ median is kept.
   bytes over the copy thread's own time;
 - latency: :func:`~autotm_core.calibration.kernels.chase` over a random cycle
   through every cache line of a buffer;
-- compute: the replay kernels' multiply-add loop
+- compute: the replay kernels' compute rounds (a chain of divisions)
   (:func:`~autotm_core.executor.replay.run_kernel` with no memory rows), so
   the rate is the one replayed kernels compute at.
 """
@@ -40,9 +42,9 @@ def _median_seconds(action: Callable[[], object], repeat: int) -> float:
     action()  # untimed: code loaded, TLB warm
     samples = []
     for _ in range(repeat):
-        start = time.perf_counter_ns()
+        start = time.thread_time_ns()
         action()
-        samples.append((time.perf_counter_ns() - start) * 1e-9)
+        samples.append((time.thread_time_ns() - start) * 1e-9)
     return float(np.median(samples))
 
 

@@ -44,7 +44,7 @@ class Calibration:
     links: tuple[LinkFigures, ...]
     """One per ordered pair of nodes, a node to itself included."""
     flops_per_second: float
-    """Rate of the replay kernels' multiply-add loop (one thread)."""
+    """Rate of the replay kernels' compute rounds (one thread; a division counts 4 FLOPs)."""
     buffer_nbytes: int
     """Size of every buffer streamed or chased."""
     last_level_cache_nbytes: int | None

@@ -37,7 +37,8 @@ class CopyThread:
         self.completed = 0
         """Copies finished so far."""
         self.copy_ns = 0
-        """Nanoseconds the thread spent copying."""
+        """Nanoseconds the thread spent copying (its own CPU time: other processes taking the
+        core away do not count)."""
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._work, name="autotm-copy", daemon=True)
         self._thread.start()
@@ -76,9 +77,9 @@ class CopyThread:
             if item is None:
                 return
             try:
-                start = time.perf_counter_ns()
+                start = time.thread_time_ns()
                 np.copyto(item[1], item[0])
-                self.copy_ns += time.perf_counter_ns() - start
+                self.copy_ns += time.thread_time_ns() - start
             except BaseException as exc:  # handed to the waiting thread
                 self._error = exc
             with self._done:

@@ -70,6 +70,10 @@ class ExecutionReport:
     """``(n,)`` median of wait + sync copies + kernel, per kernel."""
     step_seconds: FloatArray
     """``(repeat,)`` wall time of each repetition of the whole step."""
+    step_on_cpu_seconds: FloatArray
+    """``(repeat,)`` on-CPU time of each repetition: the main thread's CPU time plus the wall
+    time it spent blocked on asynchronous copies. Time other processes took the core away
+    is not in it; on an idle machine it equals :attr:`step_seconds`."""
     predicted_seconds: FloatArray
     """``(n,)`` simulated synchronous copies + effective kernel time, per kernel."""
     predicted_step_seconds: float
@@ -93,10 +97,25 @@ class ExecutionReport:
         return float(np.median(self.step_seconds))
 
     @property
+    def on_cpu_step_seconds(self) -> float:
+        """Median on-CPU time of the step (see :attr:`step_on_cpu_seconds`)."""
+        return float(np.median(self.step_on_cpu_seconds))
+
+    @property
+    def on_cpu_fraction(self) -> float:
+        """On-CPU over wall time of the step (median): below 1 when other processes ran."""
+        measured = self.measured_step_seconds
+        return self.on_cpu_step_seconds / measured if measured > 0 else 1.0
+
+    @property
     def error(self) -> float:
         """Relative error of the predicted step time: (predicted - measured) / measured."""
-        measured = self.measured_step_seconds
-        return (self.predicted_step_seconds - measured) / measured if measured > 0 else 0.0
+        return _relative(self.predicted_step_seconds, self.measured_step_seconds)
+
+    @property
+    def on_cpu_error(self) -> float:
+        """Relative error of the predicted step time against the on-CPU step time."""
+        return _relative(self.predicted_step_seconds, self.on_cpu_step_seconds)
 
     @property
     def kernel_errors(self) -> FloatArray:
@@ -125,3 +144,7 @@ class ExecutionReport:
         for name in sorted(self.final_digests):
             total = (total * 0x100000001B3 ^ self.final_digests[name]) & 0xFFFFFFFFFFFFFFFF
         return total
+
+
+def _relative(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured if measured > 0 else 0.0

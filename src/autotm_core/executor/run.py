@@ -6,7 +6,10 @@ then runs the step ``repeat`` times after one untimed warm-up. Per kernel, in
 order: wait for the asynchronous copies that must be done before it, do its
 synchronous copies, submit its asynchronous copies to the copy thread, run its
 replay kernel. Each phase is timed with ``time.perf_counter_ns``; the report
-gives medians over the repetitions next to the simulator's prediction. Finally
+gives medians over the repetitions next to the simulator's prediction. Each
+step's main-thread CPU time (``time.thread_time_ns``) is kept too: with its
+blocked waits for copies added, it is the step's time with the cores to itself,
+which other processes taking the cores away do not lengthen. Finally
 the bytes the kernels read are compared with a one-pool replay of the graph
 (:mod:`~autotm_core.executor.check`).
 """
@@ -84,12 +87,13 @@ def execute(
         loop.once(replay, None, None)  # warm-up: compiled code loaded, caches and TLB warm
         samples = np.zeros((repeat, 4, n), dtype=np.int64)
         steps = np.zeros(repeat, dtype=np.float64)
+        on_cpu = np.zeros(repeat, dtype=np.float64)
         copy_seconds = np.zeros(repeat, dtype=np.float64)
         for rep in range(repeat):
             before = copier.copy_ns
             hook = (None if after_kernel is None or view is None
                     else (lambda k: after_kernel(k, view)))
-            steps[rep] = loop.once(replay, samples[rep], hook)
+            steps[rep], on_cpu[rep] = loop.once(replay, samples[rep], hook)
             copy_seconds[rep] = (copier.copy_ns - before) * 1e-9
             if progress is not None:
                 progress(rep + 1, repeat)
@@ -118,7 +122,8 @@ def execute(
         kernel_names=tuple(k.name for k in graph.kernels), pools=pools, notes=tuple(notes),
         same_memory=same, kernel_seconds=median[3], sync_seconds=median[1],
         wait_seconds=median[0], measured_seconds=np.median(samples.sum(axis=1), axis=0) * 1e-9,
-        step_seconds=steps, predicted_seconds=sim.sync_seconds + sim.effective_seconds,
+        step_seconds=steps, step_on_cpu_seconds=on_cpu,
+        predicted_seconds=sim.sync_seconds + sim.effective_seconds,
         predicted_step_seconds=sim.step_seconds,
         sync_nbytes=sum(c.nbytes for cs in program.sync for c in cs),
         async_nbytes=sum(c.nbytes for cs in program.asynchronous for c in cs),
@@ -150,8 +155,12 @@ class _Loop:
         self.digests = np.zeros(len(self.iterations), dtype=np.uint64)
         self.bindings = [space.arenas[name].binding for name in space.arenas]
 
-    def once(self, replay, samples, after) -> float:
-        """One step; fills ``samples[(wait, sync, submit, kernel), k]`` in ns; returns seconds."""
+    def once(self, replay, samples, after) -> tuple[float, float]:
+        """One step; fills ``samples[(wait, sync, submit, kernel), k]`` in ns.
+
+        Returns the step's wall time and its on-CPU time (this thread's CPU time plus
+        the wall time it spent blocked on the copy thread), in seconds.
+        """
         memory, words, ops, copier = self.space.bytes, self.space.words, self.ops, self.copier
         replay.initialise(memory, words, self.initial)
         clock = time.perf_counter_ns
@@ -160,12 +169,14 @@ class _Loop:
                                               self.asynchronous)
         tickets: dict[int, int] = {}
         digests = self.digests
-        start = clock()
+        blocked = 0
+        cpu_start, start = time.thread_time_ns(), clock()
         for k in range(len(iterations)):
             t0 = clock()
             for move in joins[k]:
                 copier.wait(tickets[move])
             t1 = clock()
+            blocked += t1 - t0
             for source, target in sync[k]:
                 copyto(target, source)
             t2 = clock()
@@ -179,8 +190,11 @@ class _Loop:
                     t1 - t0, t2 - t1, t3 - t2, t4 - t3)
             if after is not None:
                 after(k)
+        t0 = clock()
         copier.drain()
-        return (clock() - start) * 1e-9
+        end = clock()
+        cpu = time.thread_time_ns() - cpu_start
+        return (end - start) * 1e-9, (cpu + blocked + end - t0) * 1e-9
 
 
 def _viewer(plan: Plan, graph: Graph, layout: Layout, space: Space) -> ViewOf:
