@@ -66,3 +66,25 @@ def test_auto_mode_follows_the_size_and_bad_modes_are_usage_errors():
     assert resolve_mode(graph, "approximate") is PlanMode.APPROXIMATE
     with pytest.raises(UsageError, match="unknown planning mode 'fast'"):
         resolve_mode(graph, "fast")
+
+
+@pytest.mark.highs
+def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
+    graph = training_chain(8)  # 25 kernels, planned 6 at a time
+    system = preset("optane-2019")
+    capacity = int(graph.liveness.peak_nbytes * 0.4)
+    result = plan_large(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
+                        relative_gap=0.0, stretch_kernels=6, full_solve_kernels=0)
+    assert result.source in {"rolling", "greedy"}
+    assert result.termination == "stretches planned" or result.source == "greedy"
+    assert result.bound_source == "lagrangian"
+    assert verify_plan(result.plan, graph, result.system) == []
+    assert result.step_seconds <= result.greedy_step_seconds
+    exact = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0)
+    assert result.bound_seconds <= exact.step_seconds * (1 + 1e-7)
+    assert result.step_seconds >= exact.step_seconds * (1 - 1e-7)
+    # then the whole model, started from the stretch plan, closes the gap
+    full = plan_large(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
+                      relative_gap=0.0, stretch_kernels=6)
+    assert full.step_seconds == pytest.approx(exact.step_seconds, rel=1e-6)
+    assert full.bound_source in {"solver", "lagrangian"} and full.gap < 1e-6

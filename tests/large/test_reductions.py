@@ -83,3 +83,13 @@ def test_dropping_fixings_keeps_the_rest():
     assert reductions.conflicts(start).size == 0
     start[first] = 1 - reductions.values[:3]
     assert set(reductions.conflicts(start).tolist()) == set(first.tolist())
+
+
+def test_range_minimum_matches_numpy():
+    from autotm_core.large.reductions import _RangeMin
+
+    values = np.random.default_rng(0).integers(-50, 50, 37)
+    table = _RangeMin(values)
+    for a in range(values.size):
+        for b in range(a, values.size):
+            assert table.min(a, b) == values[a:b + 1].min()

@@ -38,6 +38,8 @@ class RelaxAndFix:
     result: Any
     """The :class:`~autotm_core.solvers.SolveResult` of the fixed MIP, with the LP
     relaxation's objective as its best bound (so its gap is proven for the full model)."""
+    row_duals: Any = None
+    """The LP relaxation's row duals, when asked for."""
 
 
 def relax_and_fix(index: ModelIndex, *, time_limit_seconds: float | None,
@@ -47,19 +49,32 @@ def relax_and_fix(index: ModelIndex, *, time_limit_seconds: float | None,
     Each of the two HiGHS solves gets ``time_limit_seconds`` (``None``: no limit).
     """
     from autotm_core.ilp.lp import to_matrix_problem
+
+    problem = to_matrix_problem(index.lp, name="relax-and-fix")
+    if not np.asarray(problem.is_integer, dtype=bool).any():
+        return None
+    return relax_and_fix_matrix(problem, time_limit_seconds=time_limit_seconds,
+                                relative_gap=relative_gap)
+
+
+def relax_and_fix_matrix(problem: Any, *, time_limit_seconds: float | None,
+                         relative_gap: float, threads: int | None = None,
+                         duals: bool = False) -> RelaxAndFix | None:
+    """Relax-and-fix on a :class:`~autotm_core.solvers.highs.MatrixProblem` (see the module).
+
+    ``None`` when either solve gives no solution; Ctrl-C raises ``KeyboardInterrupt``.
+    With ``duals``, the LP relaxation's row duals come back too.
+    """
     from autotm_core.solvers import SolverConfig, TerminationCondition
     from autotm_core.solvers.base import settle_status
     from autotm_core.solvers.highs import solve_matrix
 
-    problem = to_matrix_problem(index.lp, name="relax-and-fix")
     binary = np.asarray(problem.is_integer, dtype=bool)
-    if not binary.any():
-        return None
     config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
-                          warm_start=False)
+                          threads=threads, warm_start=False)
     try:
         relaxed, x = solve_matrix(attrs.evolve(problem, is_integer=np.zeros_like(binary)),
-                                  config=config)
+                                  config=config, duals=duals)
         if relaxed.termination is TerminationCondition.INTERRUPTED:
             raise KeyboardInterrupt  # the user's Ctrl-C, not a failed start
         if x is None:
@@ -92,4 +107,4 @@ def relax_and_fix(index: ModelIndex, *, time_limit_seconds: float | None,
     result = attrs.evolve(fixed, best_bound=bound, termination=termination, status=status,
                           solve_seconds=relaxed.solve_seconds + fixed.solve_seconds,
                           handoff_seconds=relaxed.handoff_seconds + fixed.handoff_seconds)
-    return RelaxAndFix(values=y, result=result)
+    return RelaxAndFix(values=y, result=result, row_duals=relaxed.row_duals)

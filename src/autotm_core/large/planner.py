@@ -1,13 +1,16 @@
 """Plans for very large graphs within a time budget, with a stated worst-case gap.
 
 :func:`plan_large` builds the one formulation
-(:func:`~autotm_core.ilp.formulation.build_program`), fixes what the exact
-reductions allow (:mod:`autotm_core.large.reductions`), offers the greedy
-baseline's plan as a starting solution (:func:`~autotm_core.ilp.warm.warm_start_from_plan`)
-and lets HiGHS improve it until the budget runs out. It returns the better of
-the solver's incumbent and greedy's plan (never worse than greedy), verified and
-simulated, with a lower bound on the optimum: the solver's best bound when it
-has one, else every kernel at its fastest with no moves.
+(:func:`~autotm_core.ilp.formulation.build_program`) and fixes what the exact
+reductions allow (:mod:`autotm_core.large.reductions`). Up to
+``stretch_kernels`` kernels it hands the whole model to HiGHS, started from the
+greedy baseline's plan. Above, it plans the program a stretch at a time
+(:mod:`autotm_core.large.rolling`), and the LP prices of those stretches start a
+Lagrangian relaxation of the whole model (:mod:`autotm_core.large.lagrangian`),
+whose value is a lower bound; up to ``full_solve_kernels`` kernels the whole
+model then gets what is left of the budget, started from the stretch plan. It
+returns the best verified plan (never worse than greedy's) with the best lower
+bound found: the solver's, the Lagrangian one, or every kernel at its fastest.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from typing import Any
 
 import attrs
 import numpy as np
@@ -32,6 +36,15 @@ logger = logging.getLogger(__name__)
 MIN_SOLVE_SECONDS = 1.0
 """Below this much budget left after building, the solver is not started (greedy's plan)."""
 
+STRETCH_KERNELS = 1000
+"""Kernels planned at once by the rolling planner (and above which it is used)."""
+MARGIN_KERNELS = 250
+"""Kernels after each stretch that its slice sees, relaxed."""
+LAGRANGIAN_STEPS = 200
+"""Subgradient steps of the Lagrangian bound after its start from the stretches' prices."""
+FULL_SOLVE_KERNELS = 6000
+"""Up to this many kernels, the whole model is solved after the rolling plan, started from it."""
+
 
 @attrs.frozen(kw_only=True)
 class LargePlanResult:
@@ -42,13 +55,15 @@ class LargePlanResult:
     simulation: Simulation
     """The simulator's :class:`~autotm_core.simulation.Simulation` of the plan."""
     source: str
-    """Where the plan came from: ``"ilp"`` (the solver's incumbent) or ``"greedy"``."""
+    """Where the plan came from: ``"ilp"`` (the whole model's incumbent), ``"rolling"``
+    (planned a stretch at a time) or ``"greedy"``."""
     greedy_step_seconds: float
     """Predicted step time of the greedy baseline's plan."""
     bound_seconds: float
     """A proven lower bound on the optimal step time."""
     bound_source: str
-    """``"solver"`` (HiGHS's best bound) or ``"kernels"`` (every kernel at its fastest)."""
+    """``"solver"`` (HiGHS's best bound on the whole model), ``"lagrangian"``
+    (:mod:`autotm_core.large.lagrangian`) or ``"kernels"`` (every kernel at its fastest)."""
     termination: str
     """Why the solver stopped (``"not run"`` when the budget was spent before)."""
     reductions: Reductions
@@ -95,26 +110,31 @@ def plan_large(
     options: FormulationOptions | None = None,
     reduce: bool = True,
     threads: int | None = None,
+    stretch_kernels: int = STRETCH_KERNELS,
+    full_solve_kernels: int = FULL_SOLVE_KERNELS,
 ) -> LargePlanResult:
     """Plan ``graph`` within about ``time_budget_seconds`` end to end (see the module docstring).
 
-    The solver gets what is left of the budget after building, and stops earlier at
+    The solves get what is left of the budget after building, and stop earlier at
     ``relative_gap``. Raises :class:`~autotm_core.errors.CapacityError` when no plan fits.
     """
     from autotm_core.baselines import greedy
     from autotm_core.costs import resolve_costs
-    from autotm_core.ilp.decode import decode_plan
     from autotm_core.ilp.formulation import build_program, resolve_capacities
     from autotm_core.ilp.infeasible import check_lower_bounds
     from autotm_core.ilp.lp import to_matrix_problem
     from autotm_core.ilp.warm import warm_start_from_plan
+    from autotm_core.large.lagrangian import lagrangian_bound
+    from autotm_core.large.layout import model_layout
     from autotm_core.large.reductions import find_reductions
+    from autotm_core.large.rolling import rolling_plan
     from autotm_core.plans.verify import check_plan
     from autotm_core.simulation import simulate
     from autotm_core.solvers import SolverConfig
     from autotm_core.solvers.highs import solve_matrix
 
     started = time.perf_counter()
+    deadline = started + time_budget_seconds
     if fast_capacity_nbytes is not None:
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
     options = options or FormulationOptions()
@@ -129,7 +149,10 @@ def plan_large(
 
     index = build_program(graph, costs, system, options.capacities, options)
     lp = index.lp
-    start = warm_start_from_plan(index, greedy_plan, graph, system)
+    rolling = len(graph.kernels) > stretch_kernels
+    full_solve = not rolling or len(graph.kernels) <= full_solve_kernels
+    # greedy's plan starts the whole-model solve only when the rolling planner does not
+    start = warm_start_from_plan(index, greedy_plan, graph, system) if not rolling else None
     found = find_reductions(index, graph, system, costs) if reduce else _no_reductions(lp)
     applied = found
     if start is not None:
@@ -139,32 +162,54 @@ def plan_large(
     problem = to_matrix_problem(applied.apply(lp), name=graph.name)
     kernel_bound = index.objective_seconds(
         float(sum(lp.var_lb[v] for v in index.kernel_time_vars)))
+    layout = model_layout(index, problem) if rolling else None
     build_seconds = time.perf_counter() - started - greedy_seconds
 
-    plan, simulation, source = greedy_plan, greedy_sim, "greedy"
+    best = _Best(greedy_plan, greedy_sim, "greedy")
     bound, bound_source, termination, solve_seconds = kernel_bound, "kernels", "not run", 0.0
-    left = time_budget_seconds - (time.perf_counter() - started)
-    if left >= MIN_SOLVE_SECONDS:
+
+    def consider(values: np.ndarray, source: str, attributes: dict[str, Any]) -> None:
+        from autotm_core.ilp.decode import decode_plan
+
+        candidate = decode_plan(index, values, graph, system, planner=f"large/{source}",
+                                capacities={p.name: p.capacity_nbytes for p in system.pools},
+                                attributes=attributes)
+        check_plan(candidate, graph, system)
+        best.offer(candidate, simulate(candidate, graph, system, costs), source)
+
+    if layout is not None and time.perf_counter() < deadline:
+        solve_started = time.perf_counter()
+        stretched = rolling_plan(layout, problem, core_kernels=stretch_kernels,
+                                 margin_kernels=MARGIN_KERNELS, relative_gap=relative_gap,
+                                 deadline=deadline)
+        if stretched is not None:
+            start = stretched.values
+            consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels})
+            priced = lagrangian_bound(index, layout, problem,
+                                      target=float(problem.cost @ stretched.values),
+                                      row_duals=stretched.row_duals, deadline=deadline,
+                                      max_iterations=LAGRANGIAN_STEPS)
+            if index.objective_seconds(priced.objective) > bound:
+                bound, bound_source = index.objective_seconds(priced.objective), "lagrangian"
+        solve_seconds += time.perf_counter() - solve_started
+    left = deadline - time.perf_counter()
+    if left >= MIN_SOLVE_SECONDS and full_solve:
         config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap,
                               threads=threads, warm_start=start is not None)
         result, values = solve_matrix(problem, config=config, start=start)
         termination = result.termination.value
-        solve_seconds = result.solve_seconds + result.handoff_seconds
+        solve_seconds += result.solve_seconds + result.handoff_seconds
         if result.best_bound is not None and math.isfinite(result.best_bound):
             solver_bound = index.objective_seconds(result.best_bound)
             if solver_bound > bound:
                 bound, bound_source = solver_bound, "solver"
         if values is not None:
-            candidate = decode_plan(
-                index, values, graph, system, planner="large/ilp",
-                capacities={p.name: p.capacity_nbytes for p in system.pools},
-                attributes={"objective_seconds": index.objective_seconds(result.objective or 0.0),
-                            "bound_seconds": bound, "termination": termination},
-            )
-            check_plan(candidate, graph, system)
-            candidate_sim = simulate(candidate, graph, system, costs)
-            if float(candidate_sim.step_seconds) < float(greedy_sim.step_seconds):
-                plan, simulation, source = candidate, candidate_sim, "ilp"
+            consider(values, "ilp", {
+                "objective_seconds": index.objective_seconds(result.objective or 0.0),
+                "bound_seconds": bound, "termination": termination})
+    elif rolling and best.source == "rolling":
+        termination = "stretches planned"
+    plan, simulation, source = best.plan, best.simulation, best.source
     check_plan(plan, graph, system)
     # a bound above a feasible plan's time can only come from tolerances: clip it
     bound = min(bound, float(simulation.step_seconds))
@@ -177,6 +222,19 @@ def plan_large(
         build_seconds=build_seconds, greedy_seconds=greedy_seconds, solve_seconds=solve_seconds,
         total_seconds=time.perf_counter() - started, system=system,
     )
+
+
+@attrs.define
+class _Best:
+    """The fastest verified plan so far (greedy's first, so never worse than greedy)."""
+
+    plan: Plan
+    simulation: Simulation
+    source: str
+
+    def offer(self, plan: Plan, simulation: Simulation, source: str) -> None:
+        if float(simulation.step_seconds) < float(self.simulation.step_seconds):
+            self.plan, self.simulation, self.source = plan, simulation, source
 
 
 def _no_reductions(lp: object) -> Reductions:

@@ -96,6 +96,24 @@ class Reductions:
                 "fixed_binaries": self.fixed_binaries, "binaries": self.n_binaries}
 
 
+class _RangeMin:
+    """Minimum of ``values[a..b]`` in constant time (a sparse table of power-of-two windows)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.levels = [np.asarray(values)]
+        width = 1
+        while 2 * width <= len(values):
+            below = self.levels[-1]
+            self.levels.append(np.minimum(below[:-width], below[width:]))
+            width *= 2
+
+    def min(self, a: int, b: int) -> float:
+        """``min(values[a..b])``, both ends included (``a <= b``)."""
+        level = (b - a + 1).bit_length() - 1
+        table = self.levels[level]
+        return min(table[a], table[b - (1 << level) + 1])
+
+
 def _held_units(graph: Graph, unit: int) -> np.ndarray:
     """Pages live at kernel ``k`` or ``k - 1`` (a boundary holds both) plus ``k``'s workspace."""
     live, n = graph.liveness, len(graph.kernels)
@@ -155,6 +173,7 @@ def find_reductions(index: ModelIndex, graph: Graph, system: MemorySystem,
         prefix = np.concatenate([[0], np.cumsum(over)])
         fast_ok = _fast_never_slower(costs, graph)
         forced = forced_fast_nbytes(graph, system, index.options)
+        headroom = _RangeMin(cap - forced)
         live = graph.liveness
         for t, ts in enumerate(index.tensors):
             tensor = ts.tensor
@@ -182,8 +201,7 @@ def find_reductions(index: ModelIndex, graph: Graph, system: MemorySystem,
                 fast_states = [s for s in xs if 0 in states[s].pools]
                 if not fast_states or len(fast_states) == len(xs):
                     continue
-                span = slice(slot.first, slot.last + 1)
-                if np.any(size + forced[span] > cap[span]):
+                if size > headroom.min(slot.first, slot.last):
                     counts["never"] += 1
                     for s in fast_states:
                         columns.append(xs[s])

@@ -172,6 +172,8 @@ class SolveResult:
     """Constraints (rows) handed to the solver."""
     log: str = ""
     """The solver's log text (empty when the backend keeps none)."""
+    row_duals: Any = attrs.field(default=None, repr=False, eq=False)
+    """Dual value of each row of a continuous model, when asked for (``None`` otherwise)."""
     message: str = ""
     """The backend's own status words, for a human reading the result."""
 

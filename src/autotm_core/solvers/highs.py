@@ -213,12 +213,14 @@ class HighsSolver:
 
 
 def solve_matrix(problem: MatrixProblem, *, config: SolverConfig,
-                 start: Any = None) -> tuple[SolveResult, Any]:
+                 start: Any = None, duals: bool = False) -> tuple[SolveResult, Any]:
     """Solve ``problem`` with HiGHS; the result and the solution values (``None`` without one).
 
     ``start`` (values per column, NaN where unknown) is offered as a starting solution
     when ``config.warm_start``. Time limit, gap, threads, native options and Ctrl-C
-    behave as for :meth:`HighsSolver.solve`.
+    behave as for :meth:`HighsSolver.solve`. With ``duals``, a continuous model's row
+    duals come back in the result's ``row_duals`` (HiGHS's signs: ``c - A^T y`` are the
+    reduced costs).
     """
     import highspy
     import numpy as np
@@ -255,6 +257,9 @@ def solve_matrix(problem: MatrixProblem, *, config: SolverConfig,
     finally:
         os.unlink(log_path)
     result, values = _result(highs, problem, interrupted=interrupted, log_text=log_text)
+    if duals and values is not None and not problem.is_integer.any():
+        result = attrs.evolve(result, row_duals=np.asarray(highs.getSolution().row_dual,
+                                                           dtype=np.float64))
     loaded = time.perf_counter()
     result = attrs.evolve(result, handoff_seconds=(handed_off - started) + (loaded - solved),
                           solve_seconds=solved - handed_off)

@@ -1,0 +1,172 @@
+"""When each variable and each row of the ILP matters: its *anchor* kernel.
+
+The window planners of :mod:`autotm_core.large` cut the program into stretches of
+kernels and solve one stretch at a time. For that every column and row of the
+one formulation (:func:`~autotm_core.ilp.formulation.build_program`) gets an
+anchor:
+
+- a slot's state variables: the slot's first kernel (the state is decided there);
+- an edge (a way of crossing a transition): the transition's kernel;
+- a configuration binary (table costs): its kernel;
+- a row: the latest anchor of the decision columns in it (for a running-sum
+  capacity row, at least the kernel of its half step);
+- a kernel-time or occupancy variable (it only follows the decisions): the
+  latest anchor of the rows it appears in, so it is settled only once all of
+  them are.
+
+It also knows, per slot, the state that holds the fewest bytes in bounded pools
+(what a stretch assumes of the slots it has not planned yet) and, per edge,
+its transition's *before* slot.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+import scipy.sparse as sp
+
+from autotm_core.ilp.formulation import ModelIndex
+
+if TYPE_CHECKING:
+    from autotm_core.solvers.highs import MatrixProblem
+
+SLOT, EDGE, TIME, OCCUPANCY, CONFIG = range(5)
+"""Column kinds (:attr:`ModelLayout.kind`)."""
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class ModelLayout:
+    """Anchors and kinds of the columns and rows of one model (see the module docstring)."""
+
+    kind: np.ndarray
+    """Per column: ``SLOT``, ``EDGE``, ``TIME``, ``OCCUPANCY`` or ``CONFIG``."""
+    col_anchor: np.ndarray
+    """Per column: its anchor kernel."""
+    row_anchor: np.ndarray
+    """Per row: its anchor kernel."""
+    capacity_row: np.ndarray
+    """Per row: whether it is a running-sum capacity row."""
+    time_row: np.ndarray
+    """Per row: whether it bounds a kernel's time (or ties its configuration)."""
+    before_anchor: np.ndarray
+    """Per column: for an edge, the anchor of its transition's slot before; else -1."""
+    least: np.ndarray
+    """Per column: a value of every slot and edge variable in which each slot holds the
+    fewest bytes in bounded pools its bounds allow (0 for the other columns)."""
+    rows: sp.csr_matrix
+    """The rows, compressed by row."""
+    columns: sp.csc_matrix
+    """The rows, compressed by column."""
+
+    @property
+    def n_kernels(self) -> int:
+        """Kernels of the program (anchors lie in ``0..n_kernels - 1``)."""
+        return int(self.col_anchor.max()) + 1 if self.col_anchor.size else 0
+
+
+def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
+    """The :class:`ModelLayout` of ``index``'s model as handed over in ``problem``.
+
+    ``problem`` is the :class:`~autotm_core.solvers.highs.MatrixProblem` of the model
+    (with any reductions applied: fixed bounds decide the least-occupancy states).
+    """
+    start, col, val = problem.start, problem.index, problem.value
+    lower = np.asarray(problem.col_lower)
+    upper = np.asarray(problem.col_upper)
+    n_rows, n_cols = len(start) - 1, len(lower)
+    rows = sp.csr_matrix((val, col, start), shape=(n_rows, n_cols))
+    kind = np.full(n_cols, -1, dtype=np.int8)
+    anchor = np.full(n_cols, -1, dtype=np.int64)
+    before = np.full(n_cols, -1, dtype=np.int64)
+    least = np.zeros(n_cols)
+    states = index.states
+    bounded = list(index.occupancy_vars)  # pools with capacity rows
+
+    def held(s: int) -> tuple[int, int, int]:
+        return (sum(q in states[s].pools for q in bounded), len(states[s].pools), -states[s].usable)
+
+    for ts, slot_vars, edges in zip(index.tensors, index.slot_vars, index.edges, strict=True):
+        chosen = []
+        for slot, xs in zip(ts.slots, slot_vars, strict=True):
+            cols = np.fromiter(xs.values(), dtype=np.int64, count=len(xs))
+            kind[cols], anchor[cols] = SLOT, slot.first
+            forced = [s for s, v in xs.items() if lower[v] >= 0.5]
+            open_ = [s for s, v in xs.items() if upper[v] >= 0.5]
+            pick = forced[0] if forced else min(open_ or list(xs), key=held)
+            least[xs[pick]] = 1.0
+            chosen.append(pick)
+        for i, (transition, tr_edges) in enumerate(zip(ts.transitions, edges, strict=True)):
+            first = ts.slots[i].first
+            for e in tr_edges:
+                kind[e.var], anchor[e.var], before[e.var] = EDGE, transition.kernel, first
+            stay = [e for e in tr_edges if e.async_kernel is None
+                    and e.before == chosen[i] and e.after == chosen[i + 1]]
+            if stay:
+                least[stay[0].var] = 1.0
+    for k, (tk, zs) in enumerate(zip(index.kernel_time_vars, index.config_vars, strict=True)):
+        kind[tk], anchor[tk] = TIME, k
+        if zs:
+            kind[zs], anchor[zs] = CONFIG, k
+    occupancy = []
+    for vars_ in index.occupancy_vars.values():
+        for h, v in enumerate(vars_):
+            if v >= 0:
+                kind[v], anchor[v] = OCCUPANCY, h // 2
+                occupancy.append(v)
+    decision = (kind == SLOT) | (kind == EDGE) | (kind == CONFIG) | (kind == OCCUPANCY)
+    rows_of = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(start))
+    row_anchor = np.zeros(n_rows, dtype=np.int64)
+    on = decision[col]
+    np.maximum.at(row_anchor, rows_of[on], anchor[col[on]])
+    follows = (kind == TIME) | (kind == OCCUPANCY)
+    on = follows[col]
+    anchor[follows] = -1
+    np.maximum.at(anchor, col[on], row_anchor[rows_of[on]])
+    for k, tk in enumerate(index.kernel_time_vars):
+        anchor[tk] = max(anchor[tk], k)
+    if occupancy:
+        occ = np.asarray(occupancy)
+        anchor[occ] = np.maximum(anchor[occ], 0)
+    capacity_row = np.zeros(n_rows, dtype=bool)
+    for row_list in index.occupancy_rows.values():
+        capacity_row[[r for r in row_list if r >= 0]] = True
+    time_row = np.zeros(n_rows, dtype=bool)
+    for k_rows in index.kernel_time_rows:
+        time_row[k_rows] = True
+    config = kind == CONFIG
+    if config.any():  # rows tying configurations to usable pools count as kernel-time rows
+        time_row[np.unique(rows_of[config[col]])] = True
+    return ModelLayout(kind=kind, col_anchor=anchor, row_anchor=row_anchor,
+                       capacity_row=capacity_row, time_row=time_row, before_anchor=before,
+                       least=least, rows=rows, columns=rows.tocsc())
+
+
+def restricted_problem(layout: ModelLayout, problem: MatrixProblem, *, rows: np.ndarray,
+                       free: np.ndarray, values: np.ndarray, cost: np.ndarray,
+                       integer: np.ndarray, name: str) -> tuple[MatrixProblem, np.ndarray]:
+    """The model restricted to ``rows``, the columns outside ``free`` held at ``values``.
+
+    Returns the :class:`~autotm_core.solvers.highs.MatrixProblem` over the free columns
+    that appear in ``rows`` or have a cost, and those columns' positions. The held
+    columns' part of each row moves to its bounds; ``cost`` (per column of the model)
+    is the objective, its held part the offset; ``integer`` marks integer columns.
+    """
+    from autotm_core.solvers.highs import MatrixProblem
+
+    sub = layout.rows[rows]
+    held = np.where(free, 0.0, values)
+    shift = sub @ held
+    used = np.zeros(len(free), dtype=bool)
+    used[sub.indices] = True
+    cols = np.flatnonzero(free & (used | (cost != 0)))
+    matrix = sub[:, cols].tocsr()
+    return MatrixProblem(
+        cost=cost[cols], col_lower=np.asarray(problem.col_lower)[cols],
+        col_upper=np.asarray(problem.col_upper)[cols],
+        is_integer=integer[cols], start=matrix.indptr, index=matrix.indices, value=matrix.data,
+        row_lower=np.asarray(problem.row_lower)[rows] - shift,
+        row_upper=np.asarray(problem.row_upper)[rows] - shift,
+        offset=float(cost[~free] @ values[~free]), name=name,
+    ), cols

@@ -1,0 +1,112 @@
+"""A plan of the whole program, planned one stretch of kernels at a time (rolling horizon).
+
+Stretches of ``core`` kernels are planned in program order. Planning a stretch
+solves a slice of the one formulation by relax-and-fix
+(:func:`~autotm_core.ilp.incumbent.relax_and_fix_matrix`):
+
+- what earlier stretches decided is held (the columns anchored before it,
+  :mod:`autotm_core.large.layout`);
+- the stretch's own decisions are binary; those of the next ``margin`` kernels
+  are relaxed (continuous), so the stretch sees what comes soon after it;
+- further on, every slot not planned yet is held in its least-occupancy state
+  (:attr:`~autotm_core.large.layout.ModelLayout.least`) and every capacity row is
+  kept: nothing decided now can leave a later stretch without room. A far
+  transition of a slot decided now is left to the stretch that reaches it (its
+  edges count nothing in the slice; at that boundary a copy out of the slowest
+  pool can always be avoided, and without one the boundary holds no more than the
+  kernel before it when capacities do not change from kernel to kernel).
+
+When fixing what the LP made integral leaves the rest of a slice without a
+solution, the slice is solved whole. Only the stretch's own binaries are kept;
+the next stretch solves its margin again. With an unbounded slowest pool every
+slice has a solution (everything not yet planned can stay in the slowest pool);
+otherwise a slice may fail, and
+:func:`rolling_plan` says so by returning ``None``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+from autotm_core.large.layout import EDGE, OCCUPANCY, TIME, ModelLayout, restricted_problem
+
+if TYPE_CHECKING:
+    from autotm_core.solvers.highs import MatrixProblem
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class RollingPlan:
+    """A feasible solution of the whole model, planned stretch by stretch."""
+
+    values: np.ndarray
+    """One value per column of the model."""
+    row_duals: np.ndarray
+    """Per row, its dual in the LP relaxation of the slice whose stretch it is anchored in
+    (NaN where that slice was solved whole): prices for
+    :func:`~autotm_core.large.lagrangian.lagrangian_bound` to start from."""
+
+
+def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: int,
+                 margin_kernels: int, relative_gap: float,
+                 deadline: float | None = None) -> RollingPlan | None:
+    """A feasible solution of ``problem`` (see the module docstring), or ``None``.
+
+    ``None`` when a slice has no solution or ``deadline`` (a :func:`time.perf_counter`
+    value) passes before the last stretch is planned.
+    """
+    from autotm_core.ilp.incumbent import relax_and_fix_matrix
+    from autotm_core.solvers import SolverConfig
+    from autotm_core.solvers.highs import solve_matrix
+
+    n = layout.n_kernels
+    cost = np.asarray(problem.cost, dtype=np.float64)
+    binary = np.asarray(problem.is_integer, dtype=bool)
+    anchor, kind = layout.col_anchor, layout.kind
+    follows = (kind == TIME) | (kind == OCCUPANCY)
+    values = np.where(follows, 0.0, layout.least)
+    columns = layout.columns
+    duals = np.full(layout.rows.shape[0], np.nan)
+    core = max(1, core_kernels)
+    for s in range(0, n, core):
+        e, m = min(n, s + core), min(n, s + core + max(0, margin_kernels))
+        near = (anchor >= s) & (anchor < m)
+        values[(kind == EDGE) & (anchor >= m) & (layout.before_anchor < m)] = 0.0
+        free = near | (follows & (anchor >= m))
+        touched = np.zeros(layout.rows.shape[0], dtype=bool)
+        touched[columns[:, np.flatnonzero(free)].indices] = True
+        touched &= layout.capacity_row | (layout.row_anchor < m)
+        rows = np.flatnonzero(touched)
+        integer = binary & (anchor >= s) & (anchor < e)
+        sub, cols = restricted_problem(layout, problem, rows=rows, free=free, values=values,
+                                       cost=cost, integer=integer, name=f"stretch {s}-{e}")
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            logger.info("rolling: out of time before stretch %d-%d of %d kernels", s, e, n)
+            return None
+        found = relax_and_fix_matrix(sub, time_limit_seconds=left, relative_gap=relative_gap,
+                                     threads=1, duals=True)
+        if found is not None:
+            values[cols] = found.values
+            if found.row_duals is not None:
+                own = (layout.row_anchor[rows] >= s) & (layout.row_anchor[rows] < e)
+                duals[rows[own]] = found.row_duals[own]
+            continue
+        # fixing what the LP made integral can leave the rest without a solution: solve it all
+        left = None if deadline is None else deadline - time.perf_counter()
+        config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap, threads=1,
+                              warm_start=False)
+        _, solved = solve_matrix(sub, config=config)
+        if solved is None:
+            logger.info("rolling: stretch %d-%d has no solution", s, e)
+            return None
+        values[cols] = solved
+    binaries = binary & np.isfinite(values)
+    values[binaries] = np.round(values[binaries])
+    return RollingPlan(values=values, row_duals=duals)
