@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -10,7 +11,13 @@ from pyomo.repn import generate_standard_repn
 
 from autotm_core.costs import roofline_costs
 from autotm_core.ilp.formulation import build_program
-from autotm_core.ilp.lp import LinearProgram, pyomo_values, set_pyomo_values, to_pyomo
+from autotm_core.ilp.lp import (
+    LinearProgram,
+    paused_gc,
+    pyomo_values,
+    set_pyomo_values,
+    to_pyomo,
+)
 from autotm_core.ilp.options import FormulationOptions
 
 from .test_optimum import MiB, system_with, tiny_graph
@@ -75,3 +82,21 @@ def test_values_round_trip():
     assert np.isnan(pyomo_values(model, lp.n_vars)).all()
     set_pyomo_values(model, np.array([1.0, 0.0, 1.0]))
     assert pyomo_values(model, lp.n_vars).tolist() == [1.0, 0.0, 1.0]
+
+
+def test_paused_gc_restores_the_collector_state():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), paused_gc():
+        assert not gc.isenabled()
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block leaves the outer one's pause alone
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is kept
+    finally:
+        gc.enable()

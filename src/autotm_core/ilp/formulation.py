@@ -31,7 +31,7 @@ import numpy as np
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import CapacityError, PlanError, UsageError
 from autotm_core.ilp.gadgets import State, TensorSlots, move_sources, states_for, tensor_slots
-from autotm_core.ilp.lp import LinearProgram, to_pyomo
+from autotm_core.ilp.lp import LinearProgram, paused_gc, to_pyomo
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -191,8 +191,9 @@ def build_program(graph: Graph, costs: KernelCosts, system: MemorySystem,
             f"{len(system.pools)}",
             hint="compute the costs for this memory system",
         )
-    return _Builder(graph, costs, system, resolve_capacities(graph, system, capacities),
-                    options).build()
+    capacities_at = resolve_capacities(graph, system, capacities)
+    with paused_gc():
+        return _Builder(graph, costs, system, capacities_at, options).build()
 
 
 class _Builder:
