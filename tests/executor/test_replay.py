@@ -7,6 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autotm_core.executor import reference, replay
+from autotm_core.executor.copy import copy_for, streaming_nbytes
+from autotm_core.executor.stream import stream_copy
 
 SPACE = 1 << 14
 
@@ -79,7 +81,19 @@ def test_outputs_depend_on_inputs_and_names_not_on_compute():
     assert not np.array_equal(space[64:192], first)
 
 
-def test_copy_bytes():
-    space = np.arange(256, dtype=np.uint8)
-    replay.copy_bytes(space, 0, 128, 100)
-    assert np.array_equal(space[128:228], np.arange(100, dtype=np.uint8))
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 3000), st.integers(0, 127), st.integers(0, 127), st.integers(0, 2**32 - 1))
+def test_stream_copy_equals_copyto(n, source_at, target_at, seed):
+    """Any size, any alignment of source and target: the bytes of numpy.copyto, nothing else."""
+    space = np.random.default_rng(seed).integers(0, 256, 8192, dtype=np.uint8)
+    expected = space.copy()
+    source, target = slice(source_at, source_at + n), slice(4096 + target_at,
+                                                           4096 + target_at + n)
+    np.copyto(expected[target], expected[source])
+    stream_copy(space[target], space[source])
+    assert np.array_equal(space, expected)
+
+
+def test_large_moves_stream_and_small_ones_use_copyto():
+    assert copy_for(streaming_nbytes() - 1) is np.copyto
+    assert copy_for(streaming_nbytes()) is stream_copy

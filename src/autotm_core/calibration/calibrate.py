@@ -17,15 +17,15 @@ last is unbounded. Planners set the fast pool's capacity (``--ratio``).
 
 from __future__ import annotations
 
-import glob
 import logging
 import time
 from collections.abc import Callable
 
 from autotm_core.calibration.records import Calibration, LinkFigures, NodeFigures
 from autotm_core.errors import UsageError
+from autotm_core.executor.numa import last_level_cache_nbytes
 from autotm_core.memory import CopyLink, MemorySystem, Pool
-from autotm_core.units import format_bytes, parse_size
+from autotm_core.units import format_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -39,18 +39,6 @@ FULL = {"repeat": 7, "chase_steps": 2_000_000, "iterations": 50_000_000,
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, what)`` after each measurement."""
-
-
-def last_level_cache_nbytes() -> int | None:
-    """Largest cache this machine reports for CPU 0 (``/sys/devices/system/cpu``), if any."""
-    sizes = []
-    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
-        try:
-            with open(path) as f:
-                sizes.append(parse_size(f.read().strip().replace("K", "KiB").replace("M", "MiB")))
-        except (OSError, ValueError, UsageError):
-            continue
-    return max(sizes) if sizes else None
 
 
 def buffer_size(*, quick: bool) -> int:
@@ -127,7 +115,7 @@ def calibrated_system(calibration: Calibration, *, name: str = "calibrated") -> 
     method = (f"measured by 'python -m autotm_core calibrate': one thread, {calibration.repeat} "
               f"timed repetitions (median) over buffers of {size}"
               f" bound to each node; read and write by the replay kernels' own loops; copies "
-              f"with numpy.copyto, asynchronous ones on a second "
+              f"as the executor's moves, asynchronous ones on a second "
               f"thread while the first computes; latency by pointer chasing; compute rate of the "
               f"replay kernels' compute rounds (a chain of divisions, 4 FLOPs each); times "
               f"are the measuring thread's CPU time")

@@ -11,8 +11,10 @@ processes taking the core away do not lower the figures.
   (:func:`~autotm_core.executor.replay.run_kernel` with one read row, or one
   write row, over a whole buffer and no compute), so the rates are the ones
   replayed kernels read and write at (the roofline predicts them with these);
-- synchronous copy: ``numpy.copyto`` from one buffer to another (the
-  executor's synchronous moves);
+- synchronous copy: from one buffer to another with the copy the executor's
+  synchronous moves of that size use
+  (:func:`~autotm_core.executor.copy.copy_now`: streaming, for buffers beyond
+  half the last-level cache);
 - asynchronous copy: the same copy on the executor's
   :class:`~autotm_core.executor.copy.CopyThread` while this thread runs the
   replay kernels' compute loop for longer than the copy takes; the rate is the
@@ -72,8 +74,10 @@ def write_rate(buffer: Bytes, *, repeat: int) -> float:
 
 
 def sync_copy_rate(source: Bytes, target: Bytes, *, repeat: int) -> float:
-    """Bytes per second of ``numpy.copyto`` from ``source`` to ``target``."""
-    return source.nbytes / _median_seconds(lambda: np.copyto(target, source), repeat)
+    """Bytes per second of a synchronous move from ``source`` to ``target``."""
+    from autotm_core.executor.copy import copy_now
+
+    return source.nbytes / _median_seconds(lambda: copy_now(source, target), repeat)
 
 
 def async_copy_rate(source: Bytes, target: Bytes, *, repeat: int, flops_per_second: float,

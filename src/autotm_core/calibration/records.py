@@ -30,7 +30,7 @@ class LinkFigures:
     target: int
     """Node copied to."""
     sync_bytes_per_second: float
-    """Bytes copied per second by one thread doing nothing else (``numpy.copyto``)."""
+    """Bytes copied per second by one thread doing nothing else (as a synchronous move)."""
     async_bytes_per_second: float
     """Bytes copied per second on a second thread while the first computes."""
 

@@ -1,17 +1,23 @@
 """Copies between arenas: synchronous ones on the calling thread, asynchronous ones on a thread.
 
-Both use ``numpy.copyto`` on byte views, which is a ``memcpy`` that releases the
-GIL, so the copy thread runs while the replay kernels (numba, ``nogil``) run on
-the main thread. The copy thread takes copies in order (FIFO); each submission
-gets a ticket, and :meth:`CopyThread.wait` blocks until that ticket's copy, and
-every earlier one, is done.
+:func:`copy_for` picks the copy for a size, once per move: ``numpy.copyto`` (a
+``memcpy``) below :func:`streaming_nbytes`, half the last-level cache, where the
+target is best left in the caches for the next kernel; from there on
+:func:`~autotm_core.executor.stream.stream_copy` (numba, non-temporal stores),
+whose speed does not depend on how the source and target are aligned. Both
+release the GIL, so the copy thread runs while the replay kernels (numba,
+``nogil``) run on the main thread. The copy thread takes copies in order
+(FIFO); each submission gets a ticket, and :meth:`CopyThread.wait` blocks until
+that ticket's copy, and every earlier one, is done.
 """
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -19,11 +25,38 @@ import numpy.typing as npt
 from autotm_core.errors import ExecutionError
 
 Bytes = npt.NDArray[np.uint8]
+Copy = Callable[[Bytes, Bytes], object]
+"""``copy(target, source)``: copy the bytes of ``source`` into ``target`` (same size)."""
+
+STREAMING_FALLBACK_NBYTES = 8 << 20
+"""Streaming threshold when the machine reports no cache size."""
 
 
-def copy_sync(source: Bytes, target: Bytes) -> None:
-    """Copy ``source`` into ``target`` now."""
-    np.copyto(target, source)
+@functools.cache
+def streaming_nbytes() -> int:
+    """Copies of at least this many bytes stream past the caches: half the last-level cache.
+
+    A larger copy cannot leave its target in the cache for the next kernel anyway;
+    streaming it skips reading the target's lines first and evicts nothing.
+    """
+    from autotm_core.executor.numa import last_level_cache_nbytes
+
+    cache = last_level_cache_nbytes()
+    return cache // 2 if cache else STREAMING_FALLBACK_NBYTES
+
+
+def copy_for(nbytes: int) -> Copy:
+    """The copy to use for ``nbytes`` (see the module doc)."""
+    if nbytes < streaming_nbytes():
+        return np.copyto
+    from autotm_core.executor.stream import stream_copy
+
+    return stream_copy
+
+
+def copy_now(source: Bytes, target: Bytes) -> None:
+    """Copy ``source`` into ``target`` now, as a synchronous move of its size would."""
+    copy_for(source.nbytes)(target, source)
 
 
 class CopyThread:
@@ -78,7 +111,7 @@ class CopyThread:
                 return
             try:
                 start = time.thread_time_ns()
-                np.copyto(item[1], item[0])
+                copy_now(item[0], item[1])
                 self.copy_ns += time.thread_time_ns() - start
             except BaseException as exc:  # handed to the waiting thread
                 self._error = exc

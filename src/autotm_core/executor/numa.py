@@ -7,6 +7,7 @@ raises :class:`~autotm_core.errors.NumaError`:
 - :func:`allowed_nodes`: nodes that are online (``/sys/devices/system/node``)
   and in this process's ``Mems_allowed`` (cpusets, containers);
 - :func:`map_anonymous` / :func:`unmap`: an anonymous private mapping;
+- :func:`last_level_cache_nbytes`: the largest cache the kernel reports;
 - :func:`huge_page_nbytes` / :func:`advise_huge_pages`: transparent huge pages
   for a range, where the kernel offers them (``madvise(MADV_HUGEPAGE)``, as
   NumPy does for its own large arrays): fewer TLB misses when streaming;
@@ -21,11 +22,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import glob
 import os
 import platform
 import re
 
-from autotm_core.errors import NumaError
+from autotm_core.errors import NumaError, UsageError
+from autotm_core.units import parse_size
 
 SYSCALLS: dict[str, dict[str, int]] = {
     "x86_64": {"mbind": 237, "get_mempolicy": 239, "move_pages": 279},
@@ -137,6 +140,18 @@ def map_anonymous(nbytes: int) -> int:
     if address is None or address == ctypes.c_void_p(-1).value:
         raise _fail(f"mmap of {nbytes} bytes")
     return int(address)
+
+
+def last_level_cache_nbytes() -> int | None:
+    """Largest cache this machine reports for CPU 0 (``/sys/devices/system/cpu``), if any."""
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            with open(path) as f:
+                sizes.append(parse_size(f.read().strip().replace("K", "KiB").replace("M", "MiB")))
+        except (OSError, ValueError, UsageError):
+            continue
+    return max(sizes) if sizes else None
 
 
 def huge_page_nbytes() -> int | None:

@@ -264,9 +264,3 @@ def digests(space, words, ops):  # pragma: no cover - compiled
     for r in range(ops.shape[0]):
         out[r] = digest(space, words, ops[r, 0], ops[r, 1])
     return out
-
-
-@numba.njit(cache=True, nogil=True)
-def copy_bytes(space, source, target, n):  # pragma: no cover - compiled
-    """Copy ``n`` bytes from byte address ``source`` to ``target`` (ranges do not overlap)."""
-    space[target : target + n] = space[source : source + n]

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import UsageError
 from autotm_core.executor.arena import Space
-from autotm_core.executor.copy import CopyThread
+from autotm_core.executor.copy import CopyThread, copy_for
 from autotm_core.executor.layout import Layout, plan_layout
 from autotm_core.executor.program import Program, build_program, link
 from autotm_core.executor.records import ExecutionReport, PoolRun
@@ -149,7 +149,7 @@ class _Loop:
         self.initial = link(program.initial, bases)
         self.ptr = program.kernel_ptr.tolist()
         self.iterations = program.iterations.tolist()
-        self.sync = [[(s, t) for _, s, t in views(cs)] for cs in program.sync]
+        self.sync = [[(copy_for(t.nbytes), t, s) for _, s, t in views(cs)] for cs in program.sync]
         self.asynchronous = [views(cs) for cs in program.asynchronous]
         self.joins = [list(js) for js in program.joins]
         self.digests = np.zeros(len(self.iterations), dtype=np.uint64)
@@ -164,7 +164,7 @@ class _Loop:
         memory, words, ops, copier = self.space.bytes, self.space.words, self.ops, self.copier
         replay.initialise(memory, words, self.initial)
         clock = time.perf_counter_ns
-        run, copyto = replay.run_kernel, np.copyto
+        run = replay.run_kernel
         ptr, iterations, joins, sync, asyn = (self.ptr, self.iterations, self.joins, self.sync,
                                               self.asynchronous)
         tickets: dict[int, int] = {}
@@ -177,8 +177,8 @@ class _Loop:
                 copier.wait(tickets[move])
             t1 = clock()
             blocked += t1 - t0
-            for source, target in sync[k]:
-                copyto(target, source)
+            for copy, target, source in sync[k]:
+                copy(target, source)
             t2 = clock()
             for move, source, target in asyn[k]:
                 tickets[move] = copier.submit(source, target)
