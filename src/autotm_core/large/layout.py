@@ -55,6 +55,10 @@ class ModelLayout:
     least: np.ndarray
     """Per column: a value of every slot and edge variable in which each slot holds the
     fewest bytes in bounded pools its bounds allow (0 for the other columns)."""
+    pool_rows: tuple[np.ndarray, ...]
+    """Per bounded pool, its running-sum capacity rows in half-step order."""
+    pool_vars: tuple[np.ndarray, ...]
+    """Per bounded pool, its occupancy variables, aligned with :attr:`pool_rows`."""
     rows: sp.csr_matrix
     """The rows, compressed by row."""
     columns: sp.csc_matrix
@@ -138,9 +142,14 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
     config = kind == CONFIG
     if config.any():  # rows tying configurations to usable pools count as kernel-time rows
         time_row[np.unique(rows_of[config[col]])] = True
+    pool_rows = tuple(np.asarray([r for r in index.occupancy_rows[q] if r >= 0], dtype=np.int64)
+                      for q in index.occupancy_rows)
+    pool_vars = tuple(np.asarray([v for v in index.occupancy_vars[q] if v >= 0], dtype=np.int64)
+                      for q in index.occupancy_rows)
     return ModelLayout(kind=kind, col_anchor=anchor, row_anchor=row_anchor,
                        capacity_row=capacity_row, time_row=time_row, before_anchor=before,
-                       least=least, rows=rows, columns=rows.tocsc())
+                       least=least, pool_rows=pool_rows, pool_vars=pool_vars, rows=rows,
+                       columns=rows.tocsc())
 
 
 def restricted_problem(layout: ModelLayout, problem: MatrixProblem, *, rows: np.ndarray,

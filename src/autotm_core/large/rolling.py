@@ -79,13 +79,17 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
         near = (anchor >= s) & (anchor < m)
         values[(kind == EDGE) & (anchor >= m) & (layout.before_anchor < m)] = 0.0
         free = near | (follows & (anchor >= m))
+        far_rows, far_vars = _far_capacity(layout, m)
+        free[far_vars] = False
         touched = np.zeros(layout.rows.shape[0], dtype=bool)
         touched[columns[:, np.flatnonzero(free)].indices] = True
         touched &= layout.capacity_row | (layout.row_anchor < m)
+        touched[far_rows] = False
         rows = np.flatnonzero(touched)
         integer = binary & (anchor >= s) & (anchor < e)
         sub, cols = restricted_problem(layout, problem, rows=rows, free=free, values=values,
                                        cost=cost, integer=integer, name=f"stretch {s}-{e}")
+        sub = _with_far_capacity(sub, layout, problem, m=m, cols=cols, free=free, values=values)
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0:
             logger.info("rolling: out of time before stretch %d-%d of %d kernels", s, e, n)
@@ -93,20 +97,98 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
         found = relax_and_fix_matrix(sub, time_limit_seconds=left, relative_gap=relative_gap,
                                      threads=1, duals=True)
         if found is not None:
-            values[cols] = found.values
+            values[cols] = found.values[:cols.size]
             if found.row_duals is not None:
                 own = (layout.row_anchor[rows] >= s) & (layout.row_anchor[rows] < e)
-                duals[rows[own]] = found.row_duals[own]
+                duals[rows[own]] = found.row_duals[:rows.size][own]
             continue
         # fixing what the LP made integral can leave the rest without a solution: solve it all
         left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            logger.info("rolling: out of time in stretch %d-%d of %d kernels", s, e, n)
+            return None
         config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap, threads=1,
                               warm_start=False)
         _, solved = solve_matrix(sub, config=config)
         if solved is None:
             logger.info("rolling: stretch %d-%d has no solution", s, e)
             return None
-        values[cols] = solved
+        values[cols] = solved[:cols.size]
     binaries = binary & np.isfinite(values)
     values[binaries] = np.round(values[binaries])
     return RollingPlan(values=values, row_duals=duals)
+
+
+def _far_capacity(layout: ModelLayout, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The running-sum rows and occupancy variables of half steps ``2m`` on (all pools)."""
+    rows = [r[2 * m - 1:] for r in layout.pool_rows]  # position i holds half step i + 1
+    vars_ = [v[2 * m - 1:] for v in layout.pool_vars]
+    empty = np.zeros(0, dtype=np.int64)
+    return (np.concatenate(rows) if rows else empty), (np.concatenate(vars_) if vars_ else empty)
+
+
+def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixProblem, *,
+                       m: int, cols: np.ndarray, free: np.ndarray,
+                       values: np.ndarray) -> MatrixProblem:
+    """``sub`` with the capacity of half steps ``2m`` on, compressed exactly.
+
+    From there on only decisions held elsewhere change the bytes held, except where a
+    slot of the slice ends: between two such *breakpoints* the held bytes are the
+    slice's (one new variable per breakpoint) plus a known amount, so each breakpoint's
+    variable gets the tightest of its half steps' limits less that amount, and one row
+    carries it to the next breakpoint.
+    """
+    import scipy.sparse as sp
+
+    from autotm_core.large.layout import OCCUPANCY
+
+    lower = np.asarray(problem.col_lower, dtype=np.float64)
+    upper = np.asarray(problem.col_upper, dtype=np.float64)
+    decision = layout.kind != OCCUPANCY
+    held = np.where(~free & decision, values, 0.0)
+    position = np.full(len(free), -1, dtype=np.int64)
+    position[cols] = np.arange(cols.size)
+    blocks, y_lower, y_upper, n_new = [], [], [], 0
+    for rows_q, vars_q in zip(layout.pool_rows, layout.pool_vars, strict=True):
+        far_rows, far_vars = rows_q[2 * m - 1:], vars_q[2 * m - 1:]
+        if far_rows.size == 0:
+            continue
+        link = position[vars_q[2 * m - 2]]  # the slice's last occupancy variable
+        matrix = layout.rows[far_rows]
+        known = np.cumsum(-(matrix @ held))  # bytes the held decisions add, half step by step
+        own = matrix[:, cols].tocsr()
+        own = own.multiply(decision[cols][np.newaxis, :]).tocsr()
+        own.eliminate_zeros()
+        breaks = np.flatnonzero(np.diff(own.indptr) > 0)
+        if breaks.size == 0 or breaks[0] != 0:
+            breaks = np.concatenate([[0], breaks])
+        y_lower.append(np.maximum.reduceat(lower[far_vars] - known, breaks))
+        y_upper.append(np.minimum.reduceat(upper[far_vars] - known, breaks))
+        k = breaks.size
+        y = sub.n_columns + n_new + np.arange(k)
+        previous = np.concatenate([[link], y[:-1]])
+        chain = sp.csr_matrix(
+            (np.concatenate([np.ones(k), -np.ones(k)]),
+             (np.concatenate([np.arange(k), np.arange(k)]), np.concatenate([y, previous]))),
+            shape=(k, sub.n_columns + n_new + k))
+        terms = own[breaks]
+        terms = sp.csr_matrix((terms.data, terms.indices, terms.indptr), shape=chain.shape)
+        blocks.append(chain + terms)
+        n_new += k
+    if not blocks:
+        return sub
+    width = sub.n_columns + n_new
+    base = sp.csr_matrix((sub.value, sub.index, sub.start), shape=(sub.n_rows, sub.n_columns))
+    base = sp.csr_matrix((base.data, base.indices, base.indptr), shape=(sub.n_rows, width))
+    added = sp.vstack([sp.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], width))
+                       for b in blocks]).tocsr()
+    matrix = sp.vstack([base, added]).tocsr()
+    zeros = np.zeros(added.shape[0])
+    return attrs.evolve(
+        sub, cost=np.concatenate([sub.cost, np.zeros(n_new)]),
+        col_lower=np.concatenate([sub.col_lower, *y_lower]),
+        col_upper=np.concatenate([sub.col_upper, *y_upper]),
+        is_integer=np.concatenate([sub.is_integer, np.zeros(n_new, dtype=bool)]),
+        start=matrix.indptr, index=matrix.indices, value=matrix.data,
+        row_lower=np.concatenate([sub.row_lower, zeros]),
+        row_upper=np.concatenate([sub.row_upper, zeros]))
