@@ -87,28 +87,37 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
     least = np.zeros(n_cols)
     states = index.states
     bounded = list(index.occupancy_vars)  # pools with capacity rows
-
-    def held(s: int) -> tuple[int, int, int]:
-        return (sum(q in states[s].pools for q in bounded), len(states[s].pools), -states[s].usable)
-
+    # fewer bounded pools held, then fewer pools, then the slower usable pool
+    rank = [(sum(q in st.pools for q in bounded), len(st.pools), -st.usable) for st in states]
+    forced, closed = (lower >= 0.5).tolist(), (upper < 0.5).tolist()
+    slot_cols: list[int] = []
+    slot_anchor: list[int] = []
+    edge_cols: list[int] = []
+    edge_anchor: list[int] = []
+    edge_before: list[int] = []
+    picked: list[int] = []
     for ts, slot_vars, edges in zip(index.tensors, index.slot_vars, index.edges, strict=True):
         chosen = []
         for slot, xs in zip(ts.slots, slot_vars, strict=True):
-            cols = np.fromiter(xs.values(), dtype=np.int64, count=len(xs))
-            kind[cols], anchor[cols] = SLOT, slot.first
-            forced = [s for s, v in xs.items() if lower[v] >= 0.5]
-            open_ = [s for s, v in xs.items() if upper[v] >= 0.5]
-            pick = forced[0] if forced else min(open_ or list(xs), key=held)
-            least[xs[pick]] = 1.0
+            slot_cols.extend(xs.values())
+            slot_anchor.extend([slot.first] * len(xs))
+            pick = next((st for st, v in xs.items() if forced[v]), None)
+            if pick is None:
+                open_ = [st for st, v in xs.items() if not closed[v]] or list(xs)
+                pick = min(open_, key=rank.__getitem__)
+            picked.append(xs[pick])
             chosen.append(pick)
         for i, (transition, tr_edges) in enumerate(zip(ts.transitions, edges, strict=True)):
-            first = ts.slots[i].first
-            for e in tr_edges:
-                kind[e.var], anchor[e.var], before[e.var] = EDGE, transition.kernel, first
-            stay = [e for e in tr_edges if e.async_kernel is None
-                    and e.before == chosen[i] and e.after == chosen[i + 1]]
-            if stay:
-                least[stay[0].var] = 1.0
+            edge_cols.extend(e.var for e in tr_edges)
+            edge_anchor.extend([transition.kernel] * len(tr_edges))
+            edge_before.extend([ts.slots[i].first] * len(tr_edges))
+            stay = next((e for e in tr_edges if e.async_kernel is None
+                         and e.before == chosen[i] and e.after == chosen[i + 1]), None)
+            if stay is not None:
+                picked.append(stay.var)
+    kind[slot_cols], anchor[slot_cols] = SLOT, slot_anchor
+    kind[edge_cols], anchor[edge_cols], before[edge_cols] = EDGE, edge_anchor, edge_before
+    least[picked] = 1.0
     for k, (tk, zs) in enumerate(zip(index.kernel_time_vars, index.config_vars, strict=True)):
         kind[tk], anchor[tk] = TIME, k
         if zs:
