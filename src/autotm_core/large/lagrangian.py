@@ -264,9 +264,9 @@ def lagrangian_bound(index: ModelIndex, layout: ModelLayout, problem: MatrixProb
 
     ``row_duals`` (one per row of ``problem``, HiGHS's signs, NaN where unknown), for
     example from LP relaxations of parts of the model, give the starting multipliers.
-    Stops at ``deadline`` (a :func:`time.perf_counter` value), after ``max_iterations``
-    steps, or when the bound reaches ``target``. Table costs (configuration binaries)
-    are not paths: the bound is then ``-inf``.
+    Stops at ``deadline`` (a :func:`time.perf_counter` value; one evaluation is always
+    made), after ``max_iterations`` steps, or when the bound reaches ``target``. Table
+    costs (configuration binaries) are not paths: the bound is then ``-inf``.
     """
     started = time.perf_counter()
     if any(index.config_vars):
@@ -277,8 +277,8 @@ def lagrangian_bound(index: ModelIndex, layout: ModelLayout, problem: MatrixProb
     best, iterations, step, stalled = -_INF, 0, 1.0, 0
     previous: tuple[np.ndarray, np.ndarray] | None = None
     while iterations < max_iterations:
-        if deadline is not None and time.perf_counter() >= deadline:
-            break
+        if iterations and deadline is not None and time.perf_counter() >= deadline:
+            break  # the first evaluation is always made
         iterations += 1
         value = relaxed.value(y, lam, x)
         logger.debug("lagrangian: step %d value %.9g length %.3g", iterations, value, step)

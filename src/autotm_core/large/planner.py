@@ -40,6 +40,10 @@ STRETCH_KERNELS = 1000
 """Kernels planned at once by the rolling planner (and above which it is used)."""
 MARGIN_KERNELS = 250
 """Kernels after each stretch that its slice sees, relaxed."""
+BOUND_RESERVE_SECONDS = 10.0
+BOUND_RESERVE_SHARE = 0.1
+"""The rolling planner stops this much (the smaller) before the budget's end, leaving time
+for the bound, decoding and verifying."""
 LAGRANGIAN_STEPS = 200
 """Subgradient steps of the Lagrangian bound after its start from the stretches' prices."""
 FULL_SOLVE_KERNELS = 6000
@@ -179,9 +183,10 @@ def plan_large(
 
     if layout is not None and time.perf_counter() < deadline:
         solve_started = time.perf_counter()
+        reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
         stretched = rolling_plan(layout, problem, core_kernels=stretch_kernels,
                                  margin_kernels=MARGIN_KERNELS, relative_gap=relative_gap,
-                                 deadline=deadline)
+                                 deadline=deadline - reserve)
         if stretched is not None:
             start = stretched.values
             consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels})
