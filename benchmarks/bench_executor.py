@@ -10,7 +10,10 @@
 2. Overhead: a chain of 2,000 tiny kernels (64 bytes in, 64 out, no compute); the
    executor's median step time against the same replay calls in a bare loop, per
    kernel (goal: under 20 microseconds).
-3. Prediction: ``calibrate(quick=True)``, just before each graph, makes this
+3. Overlap: one replay kernel (two 4 MiB reads, one 4 MiB write) with compute
+   of half, once and twice its traffic's time; its CPU time (median) over
+   ``max(compute, memory)`` of the two parts run alone.
+4. Prediction: ``calibrate(quick=True)``, just before each graph, makes this
    machine's memory system (the replay kernels' own read, write and compute
    rates); first-touch and greedy plans of example and zoo graphs at half their
    peak run on it, with each kernel's FLOPs scaled so that the step's compute
@@ -122,6 +125,37 @@ def overhead(n_kernels: int, repeat: int) -> None:
           f"{format_seconds(per_kernel)} per kernel (goal < 20 us; {load()})", flush=True)
 
 
+def overlap(repeat: int) -> None:
+    from autotm_core.executor.arena import ArenaRequest, Space
+
+    def cpu_seconds(action) -> float:  # type: ignore[no-untyped-def]
+        start = time.thread_time_ns()
+        action()
+        return (time.thread_time_ns() - start) * 1e-9
+
+    nbytes = 4 * MIB
+    empty = np.zeros((0, 4), dtype=np.int64)
+    with Space([ArenaRequest("kernel", 3 * nbytes, 0)]) as space:
+        memory, words = space.bytes, space.words
+        base = space.arenas["kernel"].base
+        ops = np.array([[base, nbytes, 0, replay.READ], [base + nbytes, nbytes, 0, replay.READ],
+                        [base + 2 * nbytes, nbytes, 7, replay.WRITE]], dtype=np.int64)
+        rounds = 200_000
+        replay.run_kernel(memory, words, ops, 0, 3, rounds)  # compiled, warm
+        ratios: dict[float, list[float]] = {0.5: [], 1.0: [], 2.0: []}
+        for _ in range(max(repeat, 5)):
+            per_round = cpu_seconds(lambda: replay.run_kernel(memory, words, empty, 0, 0,
+                                                              rounds)) / rounds
+            traffic = cpu_seconds(lambda: replay.run_kernel(memory, words, ops, 0, 3, 0))
+            for share, samples in ratios.items():
+                n = int(share * traffic / per_round)
+                both = cpu_seconds(lambda n=n: replay.run_kernel(memory, words, ops, 0, 3, n))
+                samples.append(both / max(traffic, n * per_round))
+    print("one kernel, compute / traffic = " + ", ".join(
+        f"{share:g}: {np.median(samples):.2f}x max" for share, samples in ratios.items())
+        + f" ({load()})", flush=True)
+
+
 GRAPHS = (("example:mlp", {}), ("example:cnn", {}), ("example:chain-25", {}),
           ("zoo:resnet50", {"batch": 1}))
 PLANNERS = ("first-touch", "greedy")
@@ -212,6 +246,7 @@ def main() -> None:
         if args.moves_only:
             return
         overhead(2000, args.repeat)
+        overlap(args.repeat)
     accuracy(args.repeat, args.rounds)
 
 
