@@ -17,8 +17,11 @@ costs two sparse products and one pass over all slots (numba), so thousands of
 subgradient steps fit where the LP relaxation itself would not: at 20,000 kernels
 HiGHS's LP relaxation took over a minute.
 
-Subgradient ascent with Polyak steps towards a known plan's objective; the best
-value seen is the bound.
+Subgradient ascent with Polyak steps towards a known plan's objective, one step
+length for the capacity multipliers and one for the kernel-time ones (on a
+20,000-kernel chain started from the stretches' prices, one shared length left
+the bound 7.9% below the LP relaxation after 100 steps, separate ones 0.9% after
+200); the best value seen is the bound.
 """
 
 from __future__ import annotations
@@ -298,12 +301,20 @@ def lagrangian_bound(index: ModelIndex, layout: ModelLayout, problem: MatrixProb
         if previous is not None:
             g_cap, g_time = g_cap + DEFLECTION * previous[0], g_time + DEFLECTION * previous[1]
         previous = (g_cap, g_time)
-        norm = float(g_cap @ g_cap + g_time @ g_time)
-        if norm <= 0:
+        # Polyak's step towards the target, for each kind of row on its own: their units
+        # differ (fractions of a limit, microseconds), and one shared length starves one kind
+        moved = False
+        for g, kind in ((g_cap, "capacity"), (g_time, "time")):
+            norm = float(g @ g)
+            if norm <= 0:
+                continue
+            moved = True
+            if kind == "capacity":
+                lam = np.maximum(lam + step * (target - value) / norm * g, 0.0)
+            else:
+                y = np.maximum(y + step * (target - value) / norm * g, 0.0)
+        if not moved:
             break
-        length = step * (target - value) / norm  # Polyak's step towards the target
-        lam = np.maximum(lam + length * g_cap, 0.0)
-        y = np.maximum(y + length * g_time, 0.0)
         _cap_kernel_weights(relaxed.per_kernel.indptr, relaxed.per_kernel.indices, y)
     return LagrangianBound(objective=best, iterations=iterations,
                            seconds=time.perf_counter() - started)

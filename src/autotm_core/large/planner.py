@@ -40,12 +40,14 @@ STRETCH_KERNELS = 1000
 """Kernels planned at once by the rolling planner (and above which it is used)."""
 MARGIN_KERNELS = 250
 """Kernels after each stretch that its slice sees, relaxed."""
-BOUND_RESERVE_SECONDS = 10.0
-BOUND_RESERVE_SHARE = 0.1
+BOUND_RESERVE_SECONDS = 12.0
+BOUND_RESERVE_SHARE = 0.15
 """The rolling planner stops this much (the smaller) before the budget's end, leaving time
 for the bound, decoding and verifying."""
-LAGRANGIAN_STEPS = 200
-"""Subgradient steps of the Lagrangian bound after its start from the stretches' prices."""
+LAGRANGIAN_STEPS = 1000
+"""Most subgradient steps of the Lagrangian bound (the budget usually stops it first)."""
+FULL_SOLVE_LAGRANGIAN_STEPS = 100
+"""As many, when the whole model is solved afterwards (it gets the rest of the budget)."""
 FULL_SOLVE_KERNELS = 6000
 """Up to this many kernels, the whole model is solved after the rolling plan, started from it."""
 
@@ -193,7 +195,8 @@ def plan_large(
             priced = lagrangian_bound(index, layout, problem,
                                       target=float(problem.cost @ stretched.values),
                                       row_duals=stretched.row_duals, deadline=deadline,
-                                      max_iterations=LAGRANGIAN_STEPS)
+                                      max_iterations=FULL_SOLVE_LAGRANGIAN_STEPS if full_solve
+                                      else LAGRANGIAN_STEPS)
             if index.objective_seconds(priced.objective) > bound:
                 bound, bound_source = index.objective_seconds(priced.objective), "lagrangian"
         solve_seconds += time.perf_counter() - solve_started
