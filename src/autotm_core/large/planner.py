@@ -44,6 +44,9 @@ BOUND_RESERVE_SECONDS = 12.0
 BOUND_RESERVE_SHARE = 0.15
 """The rolling planner stops this much (the smaller) before the budget's end, leaving time
 for the bound, decoding and verifying."""
+FINISH_SECONDS = 2.0
+"""The bound stops this long before the budget's end: decoding, verifying and simulating
+the plan take about a second at 20,000 kernels."""
 LAGRANGIAN_STEPS = 1000
 """Most subgradient steps of the Lagrangian bound (the budget usually stops it first)."""
 FULL_SOLVE_LAGRANGIAN_STEPS = 100
@@ -194,7 +197,8 @@ def plan_large(
             consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels})
             priced = lagrangian_bound(index, layout, problem,
                                       target=float(problem.cost @ stretched.values),
-                                      row_duals=stretched.row_duals, deadline=deadline,
+                                      row_duals=stretched.row_duals,
+                                      deadline=deadline - FINISH_SECONDS,
                                       max_iterations=FULL_SOLVE_LAGRANGIAN_STEPS if full_solve
                                       else LAGRANGIAN_STEPS)
             if index.objective_seconds(priced.objective) > bound:
