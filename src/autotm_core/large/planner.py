@@ -1,16 +1,17 @@
 """Plans for very large graphs within a time budget, with a stated worst-case gap.
 
 :func:`plan_large` builds the one formulation
-(:func:`~autotm_core.ilp.formulation.build_program`) and fixes what the exact
-reductions allow (:mod:`autotm_core.large.reductions`). Up to
-``stretch_kernels`` kernels it hands the whole model to HiGHS, started from the
-greedy baseline's plan. Above, it plans the program a stretch at a time
-(:mod:`autotm_core.large.rolling`), and the LP prices of those stretches start a
-Lagrangian relaxation of the whole model (:mod:`autotm_core.large.lagrangian`),
-whose value is a lower bound; up to ``full_solve_kernels`` kernels the whole
-model then gets what is left of the budget, started from the stretch plan. It
-returns the best verified plan (never worse than greedy's) with the best lower
-bound found: the solver's, the Lagrangian one, or every kernel at its fastest.
+(:func:`~autotm_core.ilp.formulation.build_program`), fixes what the exact
+reductions allow (:mod:`autotm_core.large.reductions`) and plans the program a
+stretch of ``stretch_kernels`` kernels at a time (:mod:`autotm_core.large.rolling`;
+a graph no longer than one stretch is one relax-and-fix of the whole model). The
+LP prices of those stretches start a Lagrangian relaxation of the whole model
+(:mod:`autotm_core.large.lagrangian`), whose value is a lower bound. When that
+bound does not already prove the plan within ``relative_gap``, graphs of up to
+``full_solve_kernels`` kernels hand the whole model to HiGHS for what is left of
+the budget, started from the stretch plan. It returns the best verified plan
+(never worse than greedy's) with the best lower bound found: the solver's, the
+Lagrangian one, or every kernel at its fastest.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ MIN_SOLVE_SECONDS = 1.0
 """Below this much budget left after building, the solver is not started (greedy's plan)."""
 
 STRETCH_KERNELS = 1000
-"""Kernels planned at once by the rolling planner (and above which it is used)."""
+"""Kernels planned at once by the rolling planner."""
 MARGIN_KERNELS = 250
 """Kernels after each stretch that its slice sees, relaxed."""
 BOUND_RESERVE_SECONDS = 12.0
@@ -74,11 +75,10 @@ class LargePlanResult:
     """``"solver"`` (HiGHS's best bound on the whole model), ``"lagrangian"``
     (:mod:`autotm_core.large.lagrangian`) or ``"kernels"`` (every kernel at its fastest)."""
     termination: str
-    """Why the solver stopped (``"not run"`` when the budget was spent before)."""
+    """Why planning stopped: the whole-model solve's termination when it ran, else
+    ``"stretches planned"``, or ``"not run"`` when the budget was spent before."""
     reductions: Reductions
     """The fixings applied, and what each reduction removed."""
-    dropped_fixings: int
-    """Fixings left out because greedy's plan (the warm start) breaks them."""
     n_variables: int
     """Variables of the model."""
     n_binaries: int
@@ -86,7 +86,7 @@ class LargePlanResult:
     n_nonzeros: int
     """Nonzero coefficients of its rows."""
     build_seconds: float
-    """Seconds to build the model, find the reductions and the warm start."""
+    """Seconds to build the model, find the reductions and lay it out in time."""
     greedy_seconds: float
     """Seconds the greedy baseline took."""
     solve_seconds: float
@@ -158,24 +158,17 @@ def plan_large(
 
     index = build_program(graph, costs, system, options.capacities, options)
     lp = index.lp
-    rolling = len(graph.kernels) > stretch_kernels
-    full_solve = not rolling or len(graph.kernels) <= full_solve_kernels
-    # greedy's plan starts the whole-model solve only when the rolling planner does not
-    start = warm_start_from_plan(index, greedy_plan, graph, system) if not rolling else None
     found = find_reductions(index, graph, system, costs) if reduce else _no_reductions(lp)
-    applied = found
-    if start is not None:
-        applied = found.without(found.conflicts(start))
-    logger.info("reductions: %s (%d dropped for the warm start)", found.summary(),
-                found.columns.size - applied.columns.size)
-    problem = to_matrix_problem(applied.apply(lp), name=graph.name)
+    logger.info("reductions: %s", found.summary())
+    problem = to_matrix_problem(found.apply(lp), name=graph.name)
     kernel_bound = index.objective_seconds(
         float(sum(lp.var_lb[v] for v in index.kernel_time_vars)))
-    layout = model_layout(index, problem) if rolling else None
+    layout = model_layout(index, problem)
     build_seconds = time.perf_counter() - started - greedy_seconds
 
     best = _Best(greedy_plan, greedy_sim, "greedy")
     bound, bound_source, termination, solve_seconds = kernel_bound, "kernels", "not run", 0.0
+    full_solve = len(graph.kernels) <= full_solve_kernels
 
     def consider(values: np.ndarray, source: str, attributes: dict[str, Any]) -> None:
         from autotm_core.ilp.decode import decode_plan
@@ -186,7 +179,8 @@ def plan_large(
         check_plan(candidate, graph, system)
         best.offer(candidate, simulate(candidate, graph, system, costs), source)
 
-    if layout is not None and time.perf_counter() < deadline:
+    start = None
+    if time.perf_counter() < deadline:
         solve_started = time.perf_counter()
         reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
         stretched = rolling_plan(layout, problem, core_kernels=stretch_kernels,
@@ -194,6 +188,7 @@ def plan_large(
                                  deadline=deadline - reserve)
         if stretched is not None:
             start = stretched.values
+            termination = "stretches planned"
             consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels})
             priced = lagrangian_bound(index, layout, problem,
                                       target=float(problem.cost @ stretched.values),
@@ -204,8 +199,12 @@ def plan_large(
             if index.objective_seconds(priced.objective) > bound:
                 bound, bound_source = index.objective_seconds(priced.objective), "lagrangian"
         solve_seconds += time.perf_counter() - solve_started
+    step = float(best.simulation.step_seconds)
+    proven = step <= 0 or (step - bound) / step <= relative_gap
     left = deadline - time.perf_counter()
-    if left >= MIN_SOLVE_SECONDS and full_solve:
+    if left >= MIN_SOLVE_SECONDS and full_solve and not proven:
+        if start is None:  # the rolling plan failed: start from greedy's plan
+            start = warm_start_from_plan(index, greedy_plan, graph, system)
         config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap,
                               threads=threads, warm_start=start is not None)
         result, values = solve_matrix(problem, config=config, start=start)
@@ -219,8 +218,6 @@ def plan_large(
             consider(values, "ilp", {
                 "objective_seconds": index.objective_seconds(result.objective or 0.0),
                 "bound_seconds": bound, "termination": termination})
-    elif rolling and best.source == "rolling":
-        termination = "stretches planned"
     plan, simulation, source = best.plan, best.simulation, best.source
     check_plan(plan, graph, system)
     # a bound above a feasible plan's time can only come from tolerances: clip it
@@ -229,7 +226,6 @@ def plan_large(
         plan=plan, simulation=simulation, source=source,
         greedy_step_seconds=float(greedy_sim.step_seconds), bound_seconds=bound,
         bound_source=bound_source, termination=termination, reductions=found,
-        dropped_fixings=int(found.columns.size - applied.columns.size),
         n_variables=lp.n_vars, n_binaries=lp.n_binaries, n_nonzeros=int(problem.start[-1]),
         build_seconds=build_seconds, greedy_seconds=greedy_seconds, solve_seconds=solve_seconds,
         total_seconds=time.perf_counter() - started, system=system,
