@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from rich.console import Console
 from tests.executor.helpers import diamond, diamond_plan, two_pools
 
@@ -38,6 +39,7 @@ def test_run_prints_measured_predicted_and_the_same_memory_note(tmp_path, monkey
                           monkeypatch)
     assert status == 0
     assert "median of 2" in out and "predicted" in out and "error" in out
+    assert "on CPU" in out and "of the wall time" in out
     assert "identical to the one-pool replay" in out
     assert "the same memory" in out
     assert "64/64" in out
@@ -50,6 +52,9 @@ def test_run_json(tmp_path, monkeypatch):
     facts = json.loads(out)
     assert status == 0 and facts["check"]["matches"] and facts["same_memory"]
     assert len(facts["top_kernels"]) == 2 and facts["sync_nbytes"] == 1 << 20
+    assert facts["on_cpu_step_seconds"] > 0 and facts["on_cpu_fraction"] > 0
+    assert facts["on_cpu_error"] == pytest.approx(
+        facts["predicted_step_seconds"] / facts["on_cpu_step_seconds"] - 1)
 
 
 def test_run_missing_node_is_one_line_and_a_hint(tmp_path, monkeypatch):

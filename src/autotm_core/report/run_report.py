@@ -28,6 +28,9 @@ def run_facts(report: ExecutionReport, *, top: int = 10) -> dict[str, Any]:
         "step_seconds": report.step_seconds.tolist(),
         "predicted_step_seconds": report.predicted_step_seconds,
         "error": report.error,
+        "on_cpu_step_seconds": report.on_cpu_step_seconds,
+        "on_cpu_fraction": report.on_cpu_fraction,
+        "on_cpu_error": report.on_cpu_error,
         "kernel_seconds": float(report.kernel_seconds.sum()),
         "sync_seconds": float(report.sync_seconds.sum()),
         "wait_seconds": float(report.wait_seconds.sum()),
@@ -77,6 +80,9 @@ def render_run(facts: dict[str, Any]) -> RenderableType:
                  f"(median of {facts['repeat']})")
     head.add_row("predicted", f"{format_seconds(facts['predicted_step_seconds'])} per step, "
                  f"error {_percent(facts['error'])}")
+    head.add_row("on CPU", f"{format_seconds(facts['on_cpu_step_seconds'])} per step "
+                 f"({facts['on_cpu_fraction']:.0%} of the wall time; below 100% when other "
+                 f"processes ran), error {_percent(facts['on_cpu_error'])}")
     head.add_row("time in", f"kernels {format_seconds(facts['kernel_seconds'])}, sync copies "
                  f"{format_seconds(facts['sync_seconds'])}, waiting for async copies "
                  f"{format_seconds(facts['wait_seconds'])}, executor "
