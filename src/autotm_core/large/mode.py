@@ -9,7 +9,8 @@ from autotm_core.ir import Graph
 
 AUTO_THRESHOLD_KERNELS = 2000
 """``auto`` plans graphs with more kernels than this approximately: on a 2-core machine the
-exact solve of a 1,000-kernel training chain took about 30 s, of 5,000 about two minutes."""
+exact planner took about 5 s for a 1,000-kernel training chain and 45 s for 5,000 (to 1%),
+while the approximate one plans 20,000 in a minute with a stated bound."""
 
 
 class PlanMode(enum.Enum):
