@@ -130,3 +130,33 @@ def test_layout_anchors_follow_the_slots_and_the_least_state_fits():
     structural = (layout.kind == SLOT) | (layout.kind == EDGE)
     on = structural[rows.col]
     assert np.all(layout.row_anchor[rows.row[on]] >= layout.col_anchor[rows.col[on]])
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("formulation", ["synchronous", "asynchronous"])
+def test_out_of_time_keeps_what_was_planned_and_joins_the_rest_in_the_slowest_pool(formulation):
+    from autotm_core.large.rolling import _complete
+
+    graph = training_chain(8)
+    system, costs, index = _setting(graph, 0.4, formulation)
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    rolled = rolling_plan(layout, problem, core_kernels=5, margin_kernels=3, relative_gap=0.0)
+    assert rolled is not None and rolled.planned_kernels == len(graph.kernels)
+    steps = []
+    for cut in (0, 10, 20):
+        partial = _complete(layout, rolled.values, rolled.row_duals, cut)
+        assert partial is not None and partial.planned_kernels == cut
+        before = layout.col_anchor < cut
+        binary = np.asarray(problem.is_integer, dtype=bool) & before
+        assert np.array_equal(partial.values[binary], np.round(rolled.values[binary]))
+        plan = decode_plan(index, partial.values, graph, system, planner="partial")
+        assert verify_plan(plan, graph, system) == []
+        steps.append(float(simulate(plan, graph, system, costs).step_seconds))
+    # a deadline already past plans nothing and keeps everything in its least state
+    late = rolling_plan(layout, problem, core_kernels=5, margin_kernels=3, relative_gap=0.0,
+                        deadline=0.0)
+    assert late is not None and late.planned_kernels == 0
+    assert np.array_equal(late.values[layout.kind == SLOT], layout.least[layout.kind == SLOT])
+    full = decode_plan(index, rolled.values, graph, system, planner="rolling")
+    assert float(simulate(full, graph, system, costs).step_seconds) <= min(steps) * (1 + 1e-9)

@@ -55,6 +55,14 @@ class ModelLayout:
     least: np.ndarray
     """Per column: a value of every slot and edge variable in which each slot holds the
     fewest bytes in bounded pools its bounds allow (0 for the other columns)."""
+    slot: np.ndarray
+    """Per column: for a slot's state variable, the slot (numbered over all tensors);
+    for an edge, the slot after its transition; else -1."""
+    state: np.ndarray
+    """Per column: for a slot's state variable, the state; for an edge, the state after;
+    else -1."""
+    edge_from: np.ndarray
+    """Per column: for a synchronous edge, the state before it (-1 for others)."""
     pool_rows: tuple[np.ndarray, ...]
     """Per bounded pool, its running-sum capacity rows in half-step order."""
     pool_vars: tuple[np.ndarray, ...]
@@ -96,11 +104,21 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
     edge_anchor: list[int] = []
     edge_before: list[int] = []
     picked: list[int] = []
+    slot_ids: list[int] = []
+    slot_states: list[int] = []
+    edge_slot: list[int] = []
+    edge_state: list[int] = []
+    edge_from: list[int] = []
+    number = 0
     for ts, slot_vars, edges in zip(index.tensors, index.slot_vars, index.edges, strict=True):
         chosen = []
+        first_slot = number
         for slot, xs in zip(ts.slots, slot_vars, strict=True):
             slot_cols.extend(xs.values())
             slot_anchor.extend([slot.first] * len(xs))
+            slot_ids.extend([number] * len(xs))
+            slot_states.extend(xs)
+            number += 1
             pick = next((st for st, v in xs.items() if forced[v]), None)
             if pick is None:
                 open_ = [st for st, v in xs.items() if not closed[v]] or list(xs)
@@ -111,6 +129,9 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
             edge_cols.extend(e.var for e in tr_edges)
             edge_anchor.extend([transition.kernel] * len(tr_edges))
             edge_before.extend([ts.slots[i].first] * len(tr_edges))
+            edge_slot.extend([first_slot + i + 1] * len(tr_edges))
+            edge_state.extend(e.after for e in tr_edges)
+            edge_from.extend(e.before if e.async_kernel is None else -1 for e in tr_edges)
             stay = next((e for e in tr_edges if e.async_kernel is None
                          and e.before == chosen[i] and e.after == chosen[i + 1]), None)
             if stay is not None:
@@ -118,6 +139,11 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
     kind[slot_cols], anchor[slot_cols] = SLOT, slot_anchor
     kind[edge_cols], anchor[edge_cols], before[edge_cols] = EDGE, edge_anchor, edge_before
     least[picked] = 1.0
+    slot_of = np.full(n_cols, -1, dtype=np.int64)
+    state_of = np.full(n_cols, -1, dtype=np.int64)
+    from_of = np.full(n_cols, -1, dtype=np.int64)
+    slot_of[slot_cols], state_of[slot_cols] = slot_ids, slot_states
+    slot_of[edge_cols], state_of[edge_cols], from_of[edge_cols] = edge_slot, edge_state, edge_from
     for k, (tk, zs) in enumerate(zip(index.kernel_time_vars, index.config_vars, strict=True)):
         kind[tk], anchor[tk] = TIME, k
         if zs:
@@ -157,7 +183,8 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
                       for q in index.occupancy_rows)
     return ModelLayout(kind=kind, col_anchor=anchor, row_anchor=row_anchor,
                        capacity_row=capacity_row, time_row=time_row, before_anchor=before,
-                       least=least, pool_rows=pool_rows, pool_vars=pool_vars, rows=rows,
+                       least=least, slot=slot_of, state=state_of, edge_from=from_of,
+                       pool_rows=pool_rows, pool_vars=pool_vars, rows=rows,
                        columns=rows.tocsc())
 
 

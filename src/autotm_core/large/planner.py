@@ -25,6 +25,7 @@ import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
+from autotm_core.errors import PlanError
 from autotm_core.ilp.options import FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.large.reductions import Reductions
@@ -41,8 +42,8 @@ STRETCH_KERNELS = 1000
 """Kernels planned at once by the rolling planner."""
 MARGIN_KERNELS = 250
 """Kernels after each stretch that its slice sees, relaxed."""
-BOUND_RESERVE_SECONDS = 12.0
-BOUND_RESERVE_SHARE = 0.15
+BOUND_RESERVE_SECONDS = 6.0
+BOUND_RESERVE_SHARE = 0.1
 """The rolling planner stops this much (the smaller) before the budget's end, leaving time
 for the bound, decoding and verifying."""
 FINISH_SECONDS = 2.0
@@ -176,7 +177,11 @@ def plan_large(
         candidate = decode_plan(index, values, graph, system, planner=f"large/{source}",
                                 capacities={p.name: p.capacity_nbytes for p in system.pools},
                                 attributes=attributes)
-        check_plan(candidate, graph, system)
+        try:
+            check_plan(candidate, graph, system)
+        except PlanError as exc:  # never returned; the other candidates remain
+            logger.warning("the %s plan failed verification, left out: %s", source, exc.message)
+            return
         best.offer(candidate, simulate(candidate, graph, system, costs), source)
 
     start = None
@@ -187,11 +192,17 @@ def plan_large(
                                  margin_kernels=MARGIN_KERNELS, relative_gap=relative_gap,
                                  deadline=deadline - reserve)
         if stretched is not None:
-            start = stretched.values
             termination = "stretches planned"
-            consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels})
+            if stretched.planned_kernels < len(graph.kernels):
+                termination = (f"stretches planned to kernel {stretched.planned_kernels:,}, "
+                               "the rest in the slowest pool (out of time)")
+            else:
+                start = stretched.values
+            consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels,
+                                                   "planned_kernels": stretched.planned_kernels})
             priced = lagrangian_bound(index, layout, problem,
-                                      target=float(problem.cost @ stretched.values),
+                                      target=float(best.simulation.step_seconds)
+                                      / index.seconds_per_unit,
                                       row_duals=stretched.row_duals,
                                       deadline=deadline - FINISH_SECONDS,
                                       max_iterations=FULL_SOLVE_LAGRANGIAN_STEPS if full_solve

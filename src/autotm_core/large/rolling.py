@@ -7,7 +7,8 @@ solves a slice of the one formulation by relax-and-fix
 - what earlier stretches decided is held (the columns anchored before it,
   :mod:`autotm_core.large.layout`);
 - the stretch's own decisions are binary; those of the next ``margin`` kernels
-  are relaxed (continuous), so the stretch sees what comes soon after it;
+  are relaxed (continuous), so the stretch sees what comes soon after it (and
+  the time of any later kernel an asynchronous move of the slice overlaps);
 - further on, every slot not planned yet is held in its least-occupancy state
   (:attr:`~autotm_core.large.layout.ModelLayout.least`) and every capacity row is
   kept: nothing decided now can leave a later stretch without room. A far
@@ -33,7 +34,14 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from autotm_core.large.layout import EDGE, OCCUPANCY, TIME, ModelLayout, restricted_problem
+from autotm_core.large.layout import (
+    EDGE,
+    OCCUPANCY,
+    SLOT,
+    TIME,
+    ModelLayout,
+    restricted_problem,
+)
 
 if TYPE_CHECKING:
     from autotm_core.solvers.highs import MatrixProblem
@@ -49,8 +57,11 @@ class RollingPlan:
     """One value per column of the model."""
     row_duals: np.ndarray
     """Per row, its dual in the LP relaxation of the slice whose stretch it is anchored in
-    (NaN where that slice was solved whole): prices for
+    (NaN where that slice was solved whole or never solved): prices for
     :func:`~autotm_core.large.lagrangian.lagrangian_bound` to start from."""
+    planned_kernels: int
+    """Kernels planned by slices; the rest (when the deadline came first) have every slot
+    in its least-occupancy state. Kernel-time and occupancy values are then not set."""
 
 
 def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: int,
@@ -58,8 +69,9 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
                  deadline: float | None = None) -> RollingPlan | None:
     """A feasible solution of ``problem`` (see the module docstring), or ``None``.
 
-    ``None`` when a slice has no solution or ``deadline`` (a :func:`time.perf_counter`
-    value) passes before the last stretch is planned.
+    ``None`` when a slice has no solution. When ``deadline`` (a :func:`time.perf_counter`
+    value) passes first, the kernels not planned yet keep every slot in its
+    least-occupancy state (:func:`_complete`; ``None`` if that cannot be joined up).
     """
     from autotm_core.ilp.incumbent import relax_and_fix_matrix
     from autotm_core.solvers import SolverConfig
@@ -83,7 +95,11 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
         free[far_vars] = False
         touched = np.zeros(layout.rows.shape[0], dtype=bool)
         touched[columns[:, np.flatnonzero(free)].indices] = True
-        touched &= layout.capacity_row | (layout.row_anchor < m)
+        # far kernel-time rows count only where a decision of the slice loads them (an
+        # asynchronous move overlapping a kernel beyond the margin)
+        loads = np.zeros(layout.rows.shape[0], dtype=bool)
+        loads[columns[:, np.flatnonzero(near & ~follows)].indices] = True
+        touched &= layout.capacity_row | (layout.row_anchor < m) | (layout.time_row & loads)
         touched[far_rows] = False
         rows = np.flatnonzero(touched)
         integer = binary & (anchor >= s) & (anchor < e)
@@ -93,7 +109,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0:
             logger.info("rolling: out of time before stretch %d-%d of %d kernels", s, e, n)
-            return None
+            return _complete(layout, values, duals, s)
         found = relax_and_fix_matrix(sub, time_limit_seconds=left, relative_gap=relative_gap,
                                      threads=1, duals=True)
         if found is not None:
@@ -106,7 +122,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
         left = None if deadline is None else deadline - time.perf_counter()
         if left is not None and left <= 0:
             logger.info("rolling: out of time in stretch %d-%d of %d kernels", s, e, n)
-            return None
+            return _complete(layout, values, duals, s)
         config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap, threads=1,
                               warm_start=False)
         _, solved = solve_matrix(sub, config=config)
@@ -116,7 +132,36 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
         values[cols] = solved[:cols.size]
     binaries = binary & np.isfinite(values)
     values[binaries] = np.round(values[binaries])
-    return RollingPlan(values=values, row_duals=duals)
+    return RollingPlan(values=values, row_duals=duals, planned_kernels=n)
+
+
+def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
+              s: int) -> RollingPlan | None:
+    """The decisions before kernel ``s``, every later slot in its least-occupancy state.
+
+    Each later transition takes the synchronous edge joining its two slots' states;
+    ``None`` when one has none. Every slice kept room for the least-occupancy states
+    (its far capacity rows hold them), so the verifier should accept the plan; callers
+    check it all the same.
+    """
+    anchor, kind = layout.col_anchor, layout.kind
+    later = anchor >= s
+    slots = (kind == SLOT)
+    out = np.where(slots & later, layout.least, np.round(values))
+    chosen = np.full(int(layout.slot.max()) + 1 if layout.slot.size else 0, -1, dtype=np.int64)
+    held = slots & (out > 0.5)
+    chosen[layout.slot[held]] = layout.state[held]
+    edges = (kind == EDGE) & later
+    out[edges] = 0.0
+    sync = np.flatnonzero(edges & (layout.edge_from >= 0))
+    joins = sync[(chosen[layout.slot[sync] - 1] == layout.edge_from[sync])
+                 & (chosen[layout.slot[sync]] == layout.state[sync])]
+    out[joins] = 1.0
+    needed = np.unique(layout.slot[np.flatnonzero(edges)])
+    if np.setdiff1d(needed, layout.slot[joins]).size:
+        logger.info("rolling: the plan before kernel %d cannot be joined to the rest", s)
+        return None
+    return RollingPlan(values=out, row_duals=duals, planned_kernels=s)
 
 
 def _far_capacity(layout: ModelLayout, m: int) -> tuple[np.ndarray, np.ndarray]:
