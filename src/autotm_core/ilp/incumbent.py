@@ -22,6 +22,7 @@ import numpy as np
 
 from autotm_core.errors import AutotmError, SolveInterruptedError
 from autotm_core.ilp.formulation import ModelIndex
+from autotm_core.ilp.lp import LinearProgram
 
 logger = logging.getLogger(__name__)
 
@@ -43,14 +44,17 @@ class RelaxAndFix:
 
 
 def relax_and_fix(index: ModelIndex, *, time_limit_seconds: float | None,
-                  relative_gap: float) -> RelaxAndFix | None:
+                  relative_gap: float, lp: LinearProgram | None = None) -> RelaxAndFix | None:
     """A feasible solution of ``index``'s model found by relax-and-fix, or ``None``.
 
-    Each of the two HiGHS solves gets ``time_limit_seconds`` (``None``: no limit).
+    ``lp`` is the model to relax: ``index.lp`` by default, or the same with variables
+    fixed by exact reductions (:mod:`autotm_core.large.reductions`; a smaller LP, the
+    same optimum). Each of the two HiGHS solves gets ``time_limit_seconds`` (``None``: no
+    limit).
     """
     from autotm_core.ilp.lp import to_matrix_problem
 
-    problem = to_matrix_problem(index.lp, name="relax-and-fix")
+    problem = to_matrix_problem(index.lp if lp is None else lp, name="relax-and-fix")
     if not np.asarray(problem.is_integer, dtype=bool).any():
         return None
     return relax_and_fix_matrix(problem, time_limit_seconds=time_limit_seconds,

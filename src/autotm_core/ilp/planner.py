@@ -114,8 +114,13 @@ def plan_graph(
     # was seen to differ from the simulated time by ~1e-7 s (config binaries at tolerance).
     if (warm_start and costs.separable() is not None
             and callable(getattr(backend, "solve_matrix", None))):
+        from autotm_core.large.reductions import find_reductions
+
+        # its LP relaxation with the exact reductions applied: at 5,000 kernels about 22 s
+        # instead of over 40
+        reduced = find_reductions(index, graph, system, costs).apply(index.lp)
         rf = relax_and_fix(
-            index, relative_gap=relative_gap,
+            index, relative_gap=relative_gap, lp=reduced,
             time_limit_seconds=None if time_limit_seconds is None else time_limit_seconds / 3)
     start: np.ndarray | None = None
     values: np.ndarray | None
