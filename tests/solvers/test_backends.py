@@ -74,6 +74,8 @@ def test_tiny_time_limit_returns_time_limit(name: str) -> None:
 @pytest.mark.highs
 def test_highs_ctrl_c_keeps_the_best_solution_or_says_none_was_found() -> None:
     model = facility_location(40, 80)
+    # a shell that started us in the background may have left SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(2.0, signal.raise_signal, args=(signal.SIGINT,))
     timer.start()
     try:
@@ -86,6 +88,7 @@ def test_highs_ctrl_c_keeps_the_best_solution_or_says_none_was_found() -> None:
         assert result.status in (SolutionStatus.FEASIBLE, SolutionStatus.OPTIMAL)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.highs

@@ -14,6 +14,12 @@ ENV = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "120"}
 RATIOS = "0:1,1:1,2:1,4:1,8:1"
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as Python expects it, even when we were started with it ignored
+    (a shell's background job), so that the child turns it into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _points(path: Path) -> list[dict]:
     try:
         return json.loads(path.read_text())["points"]
@@ -27,7 +33,7 @@ def test_ctrl_c_keeps_points_and_rerun_resumes(tmp_path: Path) -> None:
                "optane-2019", "--planners", "static", "--ratios", RATIOS,
                "--time-limit", "20", "-o", str(results)]
     process = subprocess.Popen(command, env=ENV, text=True, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 120
     while not _points(results) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
