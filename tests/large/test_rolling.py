@@ -77,7 +77,7 @@ def test_rolling_plan_is_feasible_and_the_lagrangian_bound_is_below_the_optimum(
 
     objective = float(problem.cost @ rolled.values)
     for duals in (rolled.row_duals, None):  # started from the stretches' prices, or not
-        bound = lagrangian_bound(index, layout, problem, target=objective, row_duals=duals,
+        bound = lagrangian_bound(layout, problem, target=objective, row_duals=duals,
                                  max_iterations=50)
         assert np.isfinite(bound.objective)
         assert bound.objective <= optimum.objective * (1 + 1e-7)
@@ -91,7 +91,7 @@ def test_lagrangian_bound_from_the_lp_duals_is_the_lp_relaxation():
     relaxed, _ = solve_matrix(attrs.evolve(problem, is_integer=np.zeros(problem.n_columns, bool)),
                               config=SolverConfig(), duals=True)
     assert relaxed.row_duals is not None
-    bound = lagrangian_bound(index, model_layout(index, problem), problem,
+    bound = lagrangian_bound(model_layout(index, problem), problem,
                              target=relaxed.objective * 2, row_duals=relaxed.row_duals,
                              max_iterations=1)
     assert bound.iterations == 1
@@ -108,7 +108,7 @@ def test_table_costs_have_no_lagrangian_bound():
                        tables=tuple(separable.table(k) for k in range(len(graph.kernels))))
     index = build_program(graph, table, system, None, FormulationOptions())
     problem = to_matrix_problem(index.lp)
-    bound = lagrangian_bound(index, model_layout(index, problem), problem, target=1.0)
+    bound = lagrangian_bound(model_layout(index, problem), problem, target=1.0)
     assert bound.objective == -np.inf and bound.iterations == 0
 
 

@@ -36,8 +36,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from autotm_core.ilp.formulation import ModelIndex
-from autotm_core.large.layout import OCCUPANCY, TIME, ModelLayout
+from autotm_core.large.layout import CONFIG, EDGE, OCCUPANCY, SLOT, TIME, ModelLayout
 
 if TYPE_CHECKING:
     from autotm_core.solvers.highs import MatrixProblem
@@ -71,40 +70,27 @@ class _Paths:
     state_ptr: np.ndarray  # per slot: its state variables are state_ptr[s]..state_ptr[s+1]-1
     state_var: np.ndarray
     state_id: np.ndarray
-    edge_ptr: np.ndarray  # per slot but the tensor's last: edges into the next slot
+    edge_ptr: np.ndarray  # per slot: its edges into the next slot are edge_ptr[s]..[s+1]-1
     edge_var: np.ndarray
     edge_before: np.ndarray
     edge_after: np.ndarray
     n_states: int
 
 
-def _paths(index: ModelIndex) -> _Paths:
-    slot_ptr, state_ptr, edge_ptr = [0], [0], [0]
-    state_var: list[int] = []
-    state_id: list[int] = []
-    edge_var: list[int] = []
-    edge_before: list[int] = []
-    edge_after: list[int] = []
-    for ts, slot_vars, edges in zip(index.tensors, index.slot_vars, index.edges, strict=True):
-        for i, xs in enumerate(slot_vars):
-            state_id.extend(xs)
-            state_var.extend(xs.values())
-            state_ptr.append(len(state_var))
-            if i < len(edges):
-                for e in edges[i]:
-                    edge_var.append(e.var)
-                    edge_before.append(e.before)
-                    edge_after.append(e.after)
-            edge_ptr.append(len(edge_var))
-        slot_ptr.append(slot_ptr[-1] + len(ts.slots))
-
-    def ints(values: list[int]) -> np.ndarray:
-        return np.asarray(values, dtype=np.int64)
-
-    return _Paths(slot_ptr=ints(slot_ptr), state_ptr=ints(state_ptr), state_var=ints(state_var),
-                  state_id=ints(state_id), edge_ptr=ints(edge_ptr), edge_var=ints(edge_var),
-                  edge_before=ints(edge_before), edge_after=ints(edge_after),
-                  n_states=len(index.states))
+def _paths(layout: ModelLayout) -> _Paths:
+    """The slots' state variables and the transitions' edges, grouped in slot order."""
+    states = np.flatnonzero(layout.kind == SLOT)
+    states = states[np.argsort(layout.slot[states], kind="stable")]
+    edges = np.flatnonzero(layout.kind == EDGE)
+    edges = edges[np.argsort(layout.slot[edges], kind="stable")]
+    numbers = np.arange(layout.tensor_slots[-1] + 1)
+    return _Paths(slot_ptr=layout.tensor_slots,
+                  state_ptr=np.searchsorted(layout.slot[states], numbers),
+                  state_var=states, state_id=layout.state[states],
+                  # an edge leads into its slot from the one before it
+                  edge_ptr=np.searchsorted(layout.slot[edges] - 1, numbers),
+                  edge_var=edges, edge_before=layout.from_state[edges],
+                  edge_after=layout.state[edges], n_states=int(layout.state.max()) + 1)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -213,33 +199,31 @@ class _Relaxed:
                 - float(weight @ self.limit))
 
 
-def _relaxed(index: ModelIndex, layout: ModelLayout, problem: MatrixProblem) -> _Relaxed:
+def _relaxed(layout: ModelLayout, problem: MatrixProblem) -> _Relaxed:
     upper = np.asarray(problem.col_upper, dtype=np.float64)
     time_rows = np.flatnonzero(layout.time_row)
     a_time = layout.rows[time_rows].tocsr()
+    at_time = a_time.T.tocsr()
     time_cols = np.flatnonzero(layout.kind == TIME)
     not_occupancy = (layout.kind != OCCUPANCY)[np.newaxis, :]
-    deltas, limits = [], []
-    for q, rows in index.occupancy_rows.items():
-        # the running-sum row of half step h: O[h] - O[h-1] - change = 0
-        deltas.append(-layout.rows[[r for r in rows if r >= 0]].multiply(not_occupancy))
-        limits.append(upper[[v for v in index.occupancy_vars[q] if v >= 0]])
+    # the running-sum row of half step h: O[h] - O[h-1] - change = 0
+    deltas = [-layout.rows[rows].multiply(not_occupancy) for rows in layout.pool_rows]
     delta = (sp.vstack(deltas).tocsr() if deltas
              else sp.csr_matrix((0, layout.rows.shape[1])))
-    limit = np.concatenate(limits) if limits else np.zeros(0)
+    limit = upper[np.concatenate(layout.pool_vars)] if deltas else np.zeros(0)
     return _Relaxed(
-        paths=_paths(index), cost=np.asarray(problem.cost, dtype=np.float64),
+        paths=_paths(layout), cost=np.asarray(problem.cost, dtype=np.float64),
         lower=np.asarray(problem.col_lower, dtype=np.float64), upper=upper,
-        a_time=a_time, at_time=a_time.T.tocsr(),
+        a_time=a_time, at_time=at_time,
         b_time=np.asarray(problem.row_lower, dtype=np.float64)[time_rows],
-        time_rows=time_rows, time_cols=time_cols, per_kernel=a_time.T.tocsr()[time_cols],
+        time_rows=time_rows, time_cols=time_cols, per_kernel=at_time[time_cols],
         delta=delta, delta_t=delta.T.tocsr(), limit=limit,
         scale=1.0 / np.maximum(limit, 1.0),
-        starts=np.cumsum([0] + [d.shape[0] for d in deltas]),
+        starts=np.cumsum([0] + [rows.size for rows in layout.pool_rows]),
     )
 
 
-def _start(index: ModelIndex, relaxed: _Relaxed,
+def _start(layout: ModelLayout, relaxed: _Relaxed,
            row_duals: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Starting multipliers: from ``row_duals``, else each kernel's first term carrying it."""
     y = np.zeros(relaxed.time_rows.size)
@@ -251,15 +235,15 @@ def _start(index: ModelIndex, relaxed: _Relaxed,
         return y, lam
     known = np.nan_to_num(np.asarray(row_duals, dtype=np.float64))
     y = np.maximum(known[relaxed.time_rows], 0.0)
-    for rows, lo in zip(index.occupancy_rows.values(), relaxed.starts[:-1], strict=True):
-        nu = known[[r for r in rows if r >= 0]]  # a running-sum row's dual: later drops summed
+    for rows, lo in zip(layout.pool_rows, relaxed.starts[:-1], strict=True):
+        nu = known[rows]  # a running-sum row's dual: the later drops summed
         drop = nu - np.concatenate([nu[1:], [0.0]])
         lam[lo:lo + nu.size] = np.maximum(drop, 0.0) / relaxed.scale[lo:lo + nu.size]
     _cap_kernel_weights(relaxed.per_kernel.indptr, relaxed.per_kernel.indices, y)
     return y, lam
 
 
-def lagrangian_bound(index: ModelIndex, layout: ModelLayout, problem: MatrixProblem, *,
+def lagrangian_bound(layout: ModelLayout, problem: MatrixProblem, *,
                      target: float, deadline: float | None = None,
                      max_iterations: int = 3000,
                      row_duals: np.ndarray | None = None) -> LagrangianBound:
@@ -272,10 +256,10 @@ def lagrangian_bound(index: ModelIndex, layout: ModelLayout, problem: MatrixProb
     costs (configuration binaries) are not paths: the bound is then ``-inf``.
     """
     started = time.perf_counter()
-    if any(index.config_vars):
+    if np.any(layout.kind == CONFIG):
         return LagrangianBound(objective=-_INF, iterations=0, seconds=0.0)
-    relaxed = _relaxed(index, layout, problem)
-    y, lam = _start(index, relaxed, row_duals)
+    relaxed = _relaxed(layout, problem)
+    y, lam = _start(layout, relaxed, row_duals)
     x = np.zeros(len(relaxed.cost))
     best, iterations, step, stalled = -_INF, 0, 1.0, 0
     previous: tuple[np.ndarray, np.ndarray] | None = None
@@ -301,23 +285,21 @@ def lagrangian_bound(index: ModelIndex, layout: ModelLayout, problem: MatrixProb
         if previous is not None:
             g_cap, g_time = g_cap + DEFLECTION * previous[0], g_time + DEFLECTION * previous[1]
         previous = (g_cap, g_time)
+        if not (g_cap.any() or g_time.any()):
+            break
         # Polyak's step towards the target, for each kind of row on its own: their units
         # differ (fractions of a limit, microseconds), and one shared length starves one kind
-        moved = False
-        for g, kind in ((g_cap, "capacity"), (g_time, "time")):
-            norm = float(g @ g)
-            if norm <= 0:
-                continue
-            moved = True
-            if kind == "capacity":
-                lam = np.maximum(lam + step * (target - value) / norm * g, 0.0)
-            else:
-                y = np.maximum(y + step * (target - value) / norm * g, 0.0)
-        if not moved:
-            break
+        lam = np.maximum(lam + _polyak(step * (target - value), g_cap), 0.0)
+        y = np.maximum(y + _polyak(step * (target - value), g_time), 0.0)
         _cap_kernel_weights(relaxed.per_kernel.indptr, relaxed.per_kernel.indices, y)
     return LagrangianBound(objective=best, iterations=iterations,
                            seconds=time.perf_counter() - started)
+
+
+def _polyak(distance: float, g: np.ndarray) -> np.ndarray:
+    """The move along ``g`` whose length covers ``distance`` (nothing when ``g`` is zero)."""
+    norm = float(g @ g)
+    return distance / norm * g if norm > 0 else np.zeros_like(g)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -61,8 +61,13 @@ class ModelLayout:
     state: np.ndarray
     """Per column: for a slot's state variable, the state; for an edge, the state after;
     else -1."""
-    edge_from: np.ndarray
-    """Per column: for a synchronous edge, the state before it (-1 for others)."""
+    from_state: np.ndarray
+    """Per column: for an edge, the state before it; else -1."""
+    asynchronous: np.ndarray
+    """Per column: whether it is an asynchronous edge."""
+    tensor_slots: np.ndarray
+    """Per tensor planned, where its slots begin in the numbering of :attr:`slot` (one
+    more entry: the number of slots)."""
     pool_rows: tuple[np.ndarray, ...]
     """Per bounded pool, its running-sum capacity rows in half-step order."""
     pool_vars: tuple[np.ndarray, ...]
@@ -109,10 +114,13 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
     edge_slot: list[int] = []
     edge_state: list[int] = []
     edge_from: list[int] = []
+    edge_async: list[int] = []
+    tensor_slots = [0]
     number = 0
     for ts, slot_vars, edges in zip(index.tensors, index.slot_vars, index.edges, strict=True):
         chosen = []
         first_slot = number
+        tensor_slots.append(first_slot + len(ts.slots))
         for slot, xs in zip(ts.slots, slot_vars, strict=True):
             slot_cols.extend(xs.values())
             slot_anchor.extend([slot.first] * len(xs))
@@ -131,7 +139,8 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
             edge_before.extend([ts.slots[i].first] * len(tr_edges))
             edge_slot.extend([first_slot + i + 1] * len(tr_edges))
             edge_state.extend(e.after for e in tr_edges)
-            edge_from.extend(e.before if e.async_kernel is None else -1 for e in tr_edges)
+            edge_from.extend(e.before for e in tr_edges)
+            edge_async.extend(e.var for e in tr_edges if e.async_kernel is not None)
             stay = next((e for e in tr_edges if e.async_kernel is None
                          and e.before == chosen[i] and e.after == chosen[i + 1]), None)
             if stay is not None:
@@ -144,16 +153,20 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
     from_of = np.full(n_cols, -1, dtype=np.int64)
     slot_of[slot_cols], state_of[slot_cols] = slot_ids, slot_states
     slot_of[edge_cols], state_of[edge_cols], from_of[edge_cols] = edge_slot, edge_state, edge_from
+    asynchronous = np.zeros(n_cols, dtype=bool)
+    asynchronous[edge_async] = True
     for k, (tk, zs) in enumerate(zip(index.kernel_time_vars, index.config_vars, strict=True)):
         kind[tk], anchor[tk] = TIME, k
         if zs:
             kind[zs], anchor[zs] = CONFIG, k
-    occupancy = []
-    for vars_ in index.occupancy_vars.values():
-        for h, v in enumerate(vars_):
-            if v >= 0:
-                kind[v], anchor[v] = OCCUPANCY, h // 2
-                occupancy.append(v)
+    pool_rows = tuple(np.asarray([r for r in index.occupancy_rows[q] if r >= 0], dtype=np.int64)
+                      for q in index.occupancy_rows)
+    pool_vars = tuple(np.asarray([v for v in index.occupancy_vars[q] if v >= 0], dtype=np.int64)
+                      for q in index.occupancy_rows)
+    occupancy = np.concatenate(pool_vars) if pool_vars else np.zeros(0, dtype=np.int64)
+    kind[occupancy] = OCCUPANCY
+    for vars_ in pool_vars:  # position i holds half step i + 1
+        anchor[vars_] = np.arange(1, vars_.size + 1) // 2
     decision = (kind == SLOT) | (kind == EDGE) | (kind == CONFIG) | (kind == OCCUPANCY)
     rows_of = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(start))
     row_anchor = np.zeros(n_rows, dtype=np.int64)
@@ -163,27 +176,23 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
     on = follows[col]
     anchor[follows] = -1
     np.maximum.at(anchor, col[on], row_anchor[rows_of[on]])
-    for k, tk in enumerate(index.kernel_time_vars):
-        anchor[tk] = max(anchor[tk], k)
-    if occupancy:
-        occ = np.asarray(occupancy)
-        anchor[occ] = np.maximum(anchor[occ], 0)
+    times = np.asarray(index.kernel_time_vars, dtype=np.int64)
+    anchor[times] = np.maximum(anchor[times], np.arange(times.size))
+    anchor[occupancy] = np.maximum(anchor[occupancy], 0)
     capacity_row = np.zeros(n_rows, dtype=bool)
-    for row_list in index.occupancy_rows.values():
-        capacity_row[[r for r in row_list if r >= 0]] = True
+    for rows_q in pool_rows:
+        capacity_row[rows_q] = True
     time_row = np.zeros(n_rows, dtype=bool)
     for k_rows in index.kernel_time_rows:
         time_row[k_rows] = True
     config = kind == CONFIG
     if config.any():  # rows tying configurations to usable pools count as kernel-time rows
         time_row[np.unique(rows_of[config[col]])] = True
-    pool_rows = tuple(np.asarray([r for r in index.occupancy_rows[q] if r >= 0], dtype=np.int64)
-                      for q in index.occupancy_rows)
-    pool_vars = tuple(np.asarray([v for v in index.occupancy_vars[q] if v >= 0], dtype=np.int64)
-                      for q in index.occupancy_rows)
     return ModelLayout(kind=kind, col_anchor=anchor, row_anchor=row_anchor,
                        capacity_row=capacity_row, time_row=time_row, before_anchor=before,
-                       least=least, slot=slot_of, state=state_of, edge_from=from_of,
+                       least=least, slot=slot_of, state=state_of, from_state=from_of,
+                       asynchronous=asynchronous,
+                       tensor_slots=np.asarray(tensor_slots, dtype=np.int64),
                        pool_rows=pool_rows, pool_vars=pool_vars, rows=rows,
                        columns=rows.tocsc())
 

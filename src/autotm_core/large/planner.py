@@ -200,7 +200,7 @@ def plan_large(
                 start = stretched.values
             consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels,
                                                    "planned_kernels": stretched.planned_kernels})
-            priced = lagrangian_bound(index, layout, problem,
+            priced = lagrangian_bound(layout, problem,
                                       target=float(best.simulation.step_seconds)
                                       / index.seconds_per_unit,
                                       row_duals=stretched.row_duals,

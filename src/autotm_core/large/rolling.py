@@ -88,6 +88,10 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
     core = max(1, core_kernels)
     for s in range(0, n, core):
         e, m = min(n, s + core), min(n, s + core + max(0, margin_kernels))
+        left = _left(deadline)
+        if left is not None and left <= 0:
+            logger.info("rolling: out of time before stretch %d-%d of %d kernels", s, e, n)
+            return _complete(layout, values, duals, s)
         near = (anchor >= s) & (anchor < m)
         values[(kind == EDGE) & (anchor >= m) & (layout.before_anchor < m)] = 0.0
         free = near | (follows & (anchor >= m))
@@ -106,11 +110,8 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
         sub, cols = restricted_problem(layout, problem, rows=rows, free=free, values=values,
                                        cost=cost, integer=integer, name=f"stretch {s}-{e}")
         sub = _with_far_capacity(sub, layout, problem, m=m, cols=cols, free=free, values=values)
-        left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left <= 0:
-            logger.info("rolling: out of time before stretch %d-%d of %d kernels", s, e, n)
-            return _complete(layout, values, duals, s)
-        found = relax_and_fix_matrix(sub, time_limit_seconds=left, relative_gap=relative_gap,
+        found = relax_and_fix_matrix(sub, time_limit_seconds=_left(deadline),
+                                     relative_gap=relative_gap,
                                      threads=1, duals=True)
         if found is not None:
             values[cols] = found.values[:cols.size]
@@ -119,7 +120,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
                 duals[rows[own]] = found.row_duals[:rows.size][own]
             continue
         # fixing what the LP made integral can leave the rest without a solution: solve it all
-        left = None if deadline is None else deadline - time.perf_counter()
+        left = _left(deadline)
         if left is not None and left <= 0:
             logger.info("rolling: out of time in stretch %d-%d of %d kernels", s, e, n)
             return _complete(layout, values, duals, s)
@@ -133,6 +134,11 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
     binaries = binary & np.isfinite(values)
     values[binaries] = np.round(values[binaries])
     return RollingPlan(values=values, row_duals=duals, planned_kernels=n)
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds until ``deadline`` (``None``: no deadline); at least 0 so solvers accept it."""
+    return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
 
 def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
@@ -153,8 +159,8 @@ def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
     chosen[layout.slot[held]] = layout.state[held]
     edges = (kind == EDGE) & later
     out[edges] = 0.0
-    sync = np.flatnonzero(edges & (layout.edge_from >= 0))
-    joins = sync[(chosen[layout.slot[sync] - 1] == layout.edge_from[sync])
+    sync = np.flatnonzero(edges & ~layout.asynchronous)
+    joins = sync[(chosen[layout.slot[sync] - 1] == layout.from_state[sync])
                  & (chosen[layout.slot[sync]] == layout.state[sync])]
     out[joins] = 1.0
     needed = np.unique(layout.slot[np.flatnonzero(edges)])
