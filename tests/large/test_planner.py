@@ -56,17 +56,6 @@ def test_without_reductions_the_same_plan_quality():
     assert kept.step_seconds == pytest.approx(plain.step_seconds, rel=1e-6)
 
 
-def test_auto_mode_follows_the_size_and_bad_modes_are_usage_errors():
-    from autotm_core.errors import UsageError
-    from autotm_core.large import PlanMode, resolve_mode
-
-    graph = training_chain(6)  # 19 kernels
-    assert resolve_mode(graph, "auto") is PlanMode.EXACT
-    assert resolve_mode(graph, "AUTO", threshold_kernels=10) is PlanMode.APPROXIMATE
-    assert resolve_mode(graph, "approximate") is PlanMode.APPROXIMATE
-    with pytest.raises(UsageError, match="unknown planning mode 'fast'"):
-        resolve_mode(graph, "fast")
-
 
 @pytest.mark.highs
 def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():

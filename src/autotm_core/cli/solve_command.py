@@ -101,7 +101,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             time_limit_seconds=args.time_limit, relative_gap=args.gap, costs=costs)
         status.update(f"building the {args.formulation} model of {graph.name} "
                       f"({len(graph.kernels):,} kernels)")
-        from autotm_core.large import PlanMode, resolve_mode
+        from autotm_core.planning import PlanMode, resolve_mode
 
         approximate = resolve_mode(graph, args.mode) is PlanMode.APPROXIMATE
         result: LargePlanResult | PlanResult

@@ -3,9 +3,7 @@
 Importing this package imports neither Pyomo nor a solver.
 """
 
-from autotm_core.large.mode import AUTO_THRESHOLD_KERNELS, PlanMode, resolve_mode
 from autotm_core.large.planner import LargePlanResult, plan_large
 from autotm_core.large.reductions import Reductions, find_reductions
 
-__all__ = ["AUTO_THRESHOLD_KERNELS", "LargePlanResult", "PlanMode", "Reductions",
-           "find_reductions", "plan_large", "resolve_mode"]
+__all__ = ["LargePlanResult", "Reductions", "find_reductions", "plan_large"]
