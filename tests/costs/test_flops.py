@@ -8,8 +8,7 @@ import attrs
 import pytest
 
 from autotm_core import Graph, GraphBuilder, Kernel, Tensor, TensorKind
-from autotm_core.costs import estimate_flops
-from autotm_core.costs.flops import ESTIMATORS, normalise_op, numel
+from autotm_core.costs import estimate_flops, normalise_op, numel, op_flops
 from autotm_core.examples import build_example
 
 
@@ -27,7 +26,7 @@ def _prod(shape: tuple[int, ...]) -> int:
 
 
 def flops(op: str, inputs: list[Tensor], outputs: list[Tensor]) -> float | None:
-    return ESTIMATORS[normalise_op(op)](inputs, outputs)
+    return op_flops(op, inputs=inputs, outputs=outputs)
 
 
 def test_linear_with_bias() -> None:

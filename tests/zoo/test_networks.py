@@ -131,3 +131,31 @@ def test_gpt_parameters_follow_the_formula(layers: int, heads: int, head_width: 
     assert _parameters(graph) == expected
     states = sum(t.nbytes for t in graph.tensors if t.kind is TensorKind.OPTIMIZER_STATE)
     assert states == 2 * 4 * expected
+
+
+# Ops whose zoo count is the op table's estimate on the zoo's own tensors. The rest count from
+# what only the layer knows (pooling windows, heads folded into a width, split backward
+# kernels) or, for the optimizer updates and the loss gradient, by the zoo's own figures.
+ESTIMATED_AS_THE_TABLE = {
+    "add", "concat", "concat_backward", "conv2d", "cross_entropy", "gelu", "gelu_backward",
+    "global_avg_pool", "global_avg_pool_backward", "layer_norm", "layer_norm_backward",
+    "linear", "relu", "relu_backward", "sgd_update", "causal_softmax", "softmax_backward",
+    "dropout_backward",
+}
+
+
+@pytest.mark.parametrize("spec", ["resnet50:image=32,optimizer=sgd", "densenet121:image=32",
+                                  "gpt2:layers=1,seq=16,dropout=true,optimizer=sgd"])
+def test_flops_agree_with_the_op_table(spec: str) -> None:
+    from autotm_core.costs import op_flops
+
+    graph = build_network(spec)
+    checked = 0
+    for kernel in graph.kernels:
+        if kernel.op in ESTIMATED_AS_THE_TABLE:
+            inputs = [graph.tensor(name) for name in kernel.inputs]
+            outputs = [graph.tensor(name) for name in kernel.outputs]
+            assert op_flops(kernel.op, inputs=inputs, outputs=outputs) == pytest.approx(
+                kernel.flops), kernel.name
+            checked += 1
+    assert checked > 0

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from autotm_core.costs.flops import estimate_flops
-from autotm_core.costs.roofline import roofline_costs
+from autotm_core.costs import estimate_flops, roofline_costs
 from autotm_core.ir import TensorKind, verify_graph
 from autotm_core.memory import preset
 from autotm_core.plugins import get_frontend

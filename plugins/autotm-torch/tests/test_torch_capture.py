@@ -10,7 +10,7 @@ from torch import nn  # noqa: E402
 from torch_models import MLP, DataDependent, Expand, InPlace, SmallCNN  # noqa: E402
 
 from autotm_core import PluginError, TensorKind, get_frontend, verify_graph  # noqa: E402
-from autotm_core.costs.roofline import roofline_costs  # noqa: E402
+from autotm_core.costs import roofline_costs  # noqa: E402
 from autotm_core.ir import Severity  # noqa: E402
 from autotm_core.memory import preset  # noqa: E402
 

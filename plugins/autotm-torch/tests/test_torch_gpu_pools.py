@@ -20,7 +20,7 @@ from execution_models import case, round_trips, two_pools  # noqa: E402
 
 from autotm_core.baselines import greedy  # noqa: E402
 from autotm_core.errors import ExecutionError  # noqa: E402
-from autotm_core.executor.arena import ArenaRequest  # noqa: E402
+from autotm_core.executor import ArenaRequest  # noqa: E402
 
 REQUESTS = [ArenaRequest("fast", 4096, 0), ArenaRequest("slow", 8192, 0)]
 

@@ -7,8 +7,8 @@ import numpy as np
 import numpy.typing as npt
 
 from autotm_core.capacity import check_workspace_fits, with_fast_capacity
-from autotm_core.errors import CapacityError, PlanError
-from autotm_core.ir import Graph
+from autotm_core.errors import CapacityError
+from autotm_core.ir import Graph, allowed_pools
 from autotm_core.memory import MemorySystem
 from autotm_core.units import format_bytes
 
@@ -57,24 +57,6 @@ class Setting:
         return self.pools_of[tensor][0]
 
 
-def _allowed_pools(graph: Graph, system: MemorySystem) -> tuple[tuple[str, ...], ...]:
-    names = tuple(pool.name for pool in system.pools)
-    result = []
-    for tensor in graph.tensors:
-        if tensor.pools is None:
-            result.append(names)
-            continue
-        allowed = tuple(name for name in names if name in tensor.pools)
-        if not allowed:
-            raise PlanError(
-                f"tensor {tensor.name!r} may live only in {', '.join(tensor.pools) or 'no pool'}"
-                f", and memory system {system.name!r} has none of them",
-                hint=f"the pools are {', '.join(names)}; fix the tensor's pools in the graph",
-            )
-        result.append(allowed)
-    return tuple(result)
-
-
 def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None) -> Setting:
     """The :class:`Setting` for a baseline; checks that every kernel's workspace fits."""
     limited = with_fast_capacity(system, fast_capacity_nbytes)
@@ -82,7 +64,7 @@ def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None
     check_workspace_fits(graph, capacity, pool=limited.fast.name)
     live = graph.liveness
     fast = limited.fast.name
-    pools_of = _allowed_pools(graph, limited)
+    pools_of = allowed_pools(graph, limited)
     may_be_fast = np.fromiter(
         (pools[0] == fast for pools in pools_of), dtype=np.bool_, count=len(pools_of)
     )

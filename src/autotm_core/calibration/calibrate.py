@@ -52,8 +52,8 @@ def calibrate(*, quick: bool = False, buffer_nbytes: int | None = None,
               progress: Progress | None = None) -> Calibration:
     """Measure every allowed NUMA node of this machine (see the module doc)."""
     from autotm_core.calibration import measure
-    from autotm_core.executor.arena import ArenaRequest, Space, _node_memory_nbytes
-    from autotm_core.executor.numa import allowed_nodes
+    from autotm_core.executor import ArenaRequest, Space
+    from autotm_core.executor.numa import allowed_nodes, node_memory_nbytes
     from autotm_core.profiler.context import current_context
 
     settings = QUICK if quick else FULL
@@ -87,7 +87,7 @@ def calibrate(*, quick: bool = False, buffer_nbytes: int | None = None,
             step(f"node {n} write")
             wait = measure.latency(buffers[f"{n}b"], steps=steps, repeat=repeat)
             step(f"node {n} latency")
-            figures.append(NodeFigures(n, _node_memory_nbytes(n), read, write, wait))
+            figures.append(NodeFigures(n, node_memory_nbytes(n), read, write, wait))
         for s in nodes:
             for t in nodes:
                 source, target = buffers[f"{s}a"], buffers[f"{t}b"]

@@ -34,6 +34,8 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from autotm_core.executor.rows import FLOPS_PER_ITERATION, READ, WRITE
+
 Bytes = npt.NDArray[np.uint8]
 
 LINE_WORDS = 8
@@ -61,15 +63,11 @@ def _replay_rate(buffer: Bytes, kind: int, repeat: int) -> float:
 
 def read_rate(buffer: Bytes, *, repeat: int) -> float:
     """Bytes per second a replay kernel reads (digests) ``buffer`` at."""
-    from autotm_core.executor.replay import READ
-
     return _replay_rate(buffer, READ, repeat)
 
 
 def write_rate(buffer: Bytes, *, repeat: int) -> float:
     """Bytes per second a replay kernel writes (fills) ``buffer`` at."""
-    from autotm_core.executor.replay import WRITE
-
     return _replay_rate(buffer, WRITE, repeat)
 
 
@@ -90,7 +88,7 @@ def async_copy_rate(source: Bytes, target: Bytes, *, repeat: int, flops_per_seco
     memory, words = source, source.view(np.uint64)
     # compute for about three times the copy's unhindered time, so it overlaps the whole copy
     iterations = int(3 * source.nbytes / sync_bytes_per_second * flops_per_second
-                     / replay.FLOPS_PER_ITERATION) + 1
+                     / FLOPS_PER_ITERATION) + 1
     rates = []
     with CopyThread() as copier:
         for rep in range(repeat + 1):
@@ -122,4 +120,4 @@ def compute_rate(*, iterations: int, repeat: int) -> float:
     words = memory.view(np.uint64)
     seconds = _median_seconds(
         lambda: replay.run_kernel(memory, words, empty, 0, 0, iterations), repeat)
-    return iterations * replay.FLOPS_PER_ITERATION / seconds
+    return iterations * FLOPS_PER_ITERATION / seconds

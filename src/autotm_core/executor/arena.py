@@ -170,7 +170,7 @@ def _check_room(requests: Sequence[ArenaRequest]) -> None:
     for request in requests:
         per_node[request.node] = per_node.get(request.node, 0) + request.nbytes
     for node, nbytes in per_node.items():
-        total = _node_memory_nbytes(node)
+        total = numa.node_memory_nbytes(node)
         if total is not None and nbytes > total:
             names = ", ".join(r.name for r in requests if r.node == node)
             raise ExecutionError(
@@ -180,13 +180,3 @@ def _check_room(requests: Sequence[ArenaRequest]) -> None:
                 "uses (execute(arena_nbytes=...), 'run --arena POOL=SIZE')",
             )
 
-
-def _node_memory_nbytes(node: int) -> int | None:
-    try:
-        with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
-            for line in f:
-                if "MemTotal:" in line:
-                    return int(line.split()[-2]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from autotm_core.executor.program import seed_of
 from autotm_core.executor.records import ReplayCheck
-from autotm_core.executor.replay import READ, SCRATCH, WRITE
+from autotm_core.executor.rows import READ, SCRATCH, WRITE
 from autotm_core.ir import Graph
 
 ALIGNMENT_NBYTES = 64

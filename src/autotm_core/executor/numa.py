@@ -6,6 +6,7 @@ raises :class:`~autotm_core.errors.NumaError`:
 
 - :func:`allowed_nodes`: nodes that are online (``/sys/devices/system/node``)
   and in this process's ``Mems_allowed`` (cpusets, containers);
+  :func:`node_memory_nbytes`: how much memory a node has in all;
 - :func:`map_anonymous` / :func:`unmap`: an anonymous private mapping;
 - :func:`last_level_cache_nbytes`: the largest cache the kernel reports;
 - :func:`huge_page_nbytes` / :func:`advise_huge_pages`: transparent huge pages
@@ -85,6 +86,18 @@ def allowed_nodes() -> tuple[int, ...]:
     except OSError:
         pass
     return tuple(sorted(allowed))
+
+
+def node_memory_nbytes(node: int) -> int | None:
+    """Bytes of memory NUMA node ``node`` has in all (its ``meminfo``), if the kernel says."""
+    try:
+        with open(os.path.join(_NODE_ROOT, f"node{node}", "meminfo")) as f:
+            for line in f:
+                if "MemTotal:" in line:
+                    return int(line.split()[-2]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def check_node(node: int, *, who: str) -> int:

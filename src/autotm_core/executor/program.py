@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from autotm_core.errors import ExecutionError
 from autotm_core.executor.layout import Layout
-from autotm_core.executor.replay import FLOPS_PER_ITERATION, READ, SCRATCH, WRITE
+from autotm_core.executor.rows import FLOPS_PER_ITERATION, READ, SCRATCH, WRITE
 from autotm_core.ir import Graph
 from autotm_core.plans.model import MoveKind, Plan
 

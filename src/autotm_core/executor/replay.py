@@ -3,7 +3,7 @@
 Memory is one byte array ``space`` (every arena, see
 :mod:`autotm_core.executor.arena`) and ``words``, the same memory as
 little-endian ``uint64``. A kernel is a run of rows of ``ops`` (``int64``,
-columns :data:`ADDR`, :data:`NBYTES`, :data:`SEED`, :data:`KIND`), reads first:
+columns and kinds of :mod:`~autotm_core.executor.rows`, re-exported here), reads first:
 
 - a read row folds the *digest* of its bytes into the kernel's hash ``h``;
 - a write row fills its bytes with the stream of ``mix(h ^ seed)``, so every
@@ -40,13 +40,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-ADDR, NBYTES, SEED, KIND = 0, 1, 2, 3
-"""Columns of an ``ops`` row."""
-READ, WRITE, SCRATCH = 0, 1, 2
-"""Kinds of an ``ops`` row."""
-FLOPS_PER_ITERATION = 4
-"""Floating-point operations one compute round counts for: a division, weighted 4 as in the
-usual normalised operation counts (add, multiply 1; divide, square root 4)."""
+from autotm_core.executor.rows import ADDR, KIND, NBYTES, READ, SCRATCH, SEED
+from autotm_core.executor.rows import WRITE as WRITE  # the third row kind, named with the others
+
 LINE_WORDS = 8
 """Words of a 64-byte cache line."""
 
@@ -222,8 +218,8 @@ def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - com
     """
     chunks = 0
     for r in range(lo, hi):
-        count = _chunks(ops[r, 0], ops[r, 1])
-        chunks += 2 * count if ops[r, 3] == 2 else count
+        count = _chunks(ops[r, ADDR], ops[r, NBYTES])
+        chunks += 2 * count if ops[r, KIND] == SCRATCH else count
     share = iterations // chunks if chunks > 0 else 0
     extra = iterations - share * chunks if chunks > 0 else 0
     dose = (0, share, extra, chunks, 0)
@@ -231,16 +227,16 @@ def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - com
     h = HASH_START
     scratch = _ZERO
     for r in range(lo, hi):
-        kind = ops[r, 3]
-        addr = ops[r, 0]
-        n = ops[r, 1]
-        if kind == 0:
+        kind = ops[r, KIND]
+        addr = ops[r, ADDR]
+        n = ops[r, NBYTES]
+        if kind == READ:
             d, dose, x = _digest_computing(space, words, addr, n, dose, x)
             h = mix(h ^ d)
         else:
-            base = mix(h ^ np.uint64(ops[r, 2]))
+            base = mix(h ^ np.uint64(ops[r, SEED]))
             dose, x = _fill_computing(space, words, addr, n, base, dose, x)
-            if kind == 2:
+            if kind == SCRATCH:
                 d, dose, x = _digest_computing(space, words, addr, n, dose, x)
                 scratch ^= d
     done = dose[4]
@@ -254,7 +250,7 @@ def run_kernel(space, words, ops, lo, hi, iterations):  # pragma: no cover - com
 def initialise(space, words, ops):  # pragma: no cover - compiled
     """Fill each row's bytes with the stream of ``mix(INIT_SEED ^ seed)`` (data before the step)."""
     for r in range(ops.shape[0]):
-        fill(space, words, ops[r, 0], ops[r, 1], mix(INIT_SEED ^ np.uint64(ops[r, 2])))
+        fill(space, words, ops[r, ADDR], ops[r, NBYTES], mix(INIT_SEED ^ np.uint64(ops[r, SEED])))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -262,5 +258,5 @@ def digests(space, words, ops):  # pragma: no cover - compiled
     """Digest of each row's bytes."""
     out = np.empty(ops.shape[0], dtype=np.uint64)
     for r in range(ops.shape[0]):
-        out[r] = digest(space, words, ops[r, 0], ops[r, 1])
+        out[r] = digest(space, words, ops[r, ADDR], ops[r, NBYTES])
     return out

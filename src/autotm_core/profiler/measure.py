@@ -19,6 +19,7 @@ import numpy as np
 
 from autotm_core.executor.arena import ArenaRequest, Space
 from autotm_core.executor.program import seed_of
+from autotm_core.executor.rows import FLOPS_PER_ITERATION, READ, SCRATCH, WRITE
 from autotm_core.profiler.records import Measurement
 from autotm_core.profiler.signature import KernelSignature
 
@@ -64,7 +65,6 @@ class Bench:
     def rows(self, signature: KernelSignature, nodes: Sequence[int], workspace_node: int
              ) -> tuple[np.ndarray, np.ndarray]:
         """Replay rows of the kernel in this placement, and the rows of what it reads."""
-        replay = self._replay
         cursor = dict.fromkeys(self.nodes, 0)
         reads, writes = [], []
         for i, (tensor, node) in enumerate(zip(signature.tensors, nodes, strict=True)):
@@ -72,13 +72,13 @@ class Bench:
             cursor[node] += _aligned(tensor.nbytes)
             seed = seed_of(f"tensor{i}")
             if "r" in tensor.access:
-                reads.append((address, tensor.nbytes, seed, replay.READ))
+                reads.append((address, tensor.nbytes, seed, READ))
             if "w" in tensor.access:
-                writes.append((address, tensor.nbytes, seed, replay.WRITE))
+                writes.append((address, tensor.nbytes, seed, WRITE))
         if signature.workspace_nbytes:
             address = self.bases[workspace_node] + cursor[workspace_node]
             writes.append((address, signature.workspace_nbytes, seed_of("workspace"),
-                           replay.SCRATCH))
+                           SCRATCH))
         table = np.asarray(reads + writes, dtype=np.int64).reshape(-1, 4)
         return table, table[: len(reads)]
 
@@ -88,7 +88,7 @@ class Bench:
         replay = self._replay
         ops, inputs = self.rows(signature, nodes, workspace_node)
         memory, words = self.space.bytes, self.space.words
-        iterations = int(np.rint(signature.flops / replay.FLOPS_PER_ITERATION))
+        iterations = int(np.rint(signature.flops / FLOPS_PER_ITERATION))
         replay.initialise(memory, words, inputs)
         run, clock, n = replay.run_kernel, time.perf_counter_ns, len(ops)
         run(memory, words, ops, 0, n, iterations)

@@ -30,7 +30,7 @@ import numpy as np
 
 from autotm_core.costs.model import CostTable, TableCosts
 from autotm_core.errors import UsageError
-from autotm_core.ir import Graph
+from autotm_core.ir import Graph, allowed_pools
 from autotm_core.memory import MemorySystem
 from autotm_core.profiler.cache import CacheKey, ProfileCache
 from autotm_core.profiler.configs import DEFAULT_MAX_CONFIGS, kernel_configs
@@ -58,8 +58,7 @@ def profile_graph(
     progress: Progress | None = None,
 ) -> ProfileResult:
     """Measure every kernel of ``graph`` in every configuration on ``system`` (module doc)."""
-    from autotm_core.baselines.common import _allowed_pools
-    from autotm_core.costs.flops import estimate_flops
+    from autotm_core.costs import estimate_flops
     from autotm_core.executor.layout import resolve_nodes
 
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
@@ -72,7 +71,7 @@ def profile_graph(
     context = current_context()
     signatures = kernel_signatures(graph, flops=estimate_flops(graph).flops)
     positions = {pool.name: i for i, pool in enumerate(system.pools)}
-    allowed_of = [[positions[name] for name in names] for names in _allowed_pools(graph, system)]
+    allowed_of = [[positions[name] for name in names] for names in allowed_pools(graph, system)]
     live = graph.liveness
     workspace_node = pool_nodes[0]
 

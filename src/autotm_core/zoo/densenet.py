@@ -49,10 +49,7 @@ def densenet(depth: int = 264, *, batch: int = 1, image: int = 224, classes: int
         check_positive(name, transition=transition)
     t = Tape(name, dtype=dtype)
     x, labels = L.image_inputs(t, batch=batch, image=image)
-    x = L.conv2d(t, x, 2 * growth, 7, stride=2, padding=3, name="stem.conv")
-    x = L.batch_norm(t, x, name="stem.bn")
-    x = L.relu(t, x, name="stem.relu")
-    x = L.max_pool2d(t, x, 3, stride=2, padding=1, name="stem.pool")
+    x = L.stem(t, x, 2 * growth)
     blocks = DENSENET_BLOCKS[depth]
     for b, layers in enumerate(blocks, start=1):
         for i in range(layers):
@@ -66,12 +63,5 @@ def densenet(depth: int = 264, *, batch: int = 1, image: int = 224, classes: int
             x = L.avg_pool2d(t, x, 2, name=f"transition{b}.pool")
     x = L.batch_norm(t, x, name="final.bn")
     x = L.relu(t, x, name="final.relu")
-    x = L.global_avg_pool(t, x, name="avgpool")
-    logits = L.linear(t, x, classes, name="fc")
-    t.loss(logits, labels)
+    t.loss(L.classifier(t, x, classes), labels)
     return t.finish(optimizer=optimizer)
-
-
-def densenet264(**options: object) -> Graph:
-    """DenseNet-264 (growth 32, blocks 6/12/64/48): about 33.3 M parameters."""
-    return densenet(264, **options)  # type: ignore[arg-type]

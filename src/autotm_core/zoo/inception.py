@@ -143,9 +143,5 @@ def inception_v4(*, batch: int = 1, image: int = 299, classes: int = 1000, dropo
     x = _reduction_b(c, x, name="reduction_b")
     for i in range(3):
         x = _inception_c(c, x, name=f"inception_c{i}")
-    x = L.global_avg_pool(t, x, name="avgpool")
-    if dropout:
-        x = L.dropout(t, x, name="dropout")
-    logits = L.linear(t, x, classes, name="fc")
-    t.loss(logits, labels)
+    t.loss(L.classifier(t, x, classes, with_dropout=dropout), labels)
     return t.finish(optimizer=optimizer)

@@ -3,7 +3,8 @@
 Each function appends one forward kernel and declares its backward kernels:
 what they read (what a framework saves for backward) and which gradients they
 write. FLOPs follow docs/zoo.md: 2 x multiply-accumulates for convolutions and
-matrix products, small documented per-element constants for the rest. Layouts
+matrix products (and pooling windows) counted from the shapes here; per-element
+counts come from the op table (:func:`autotm_core.costs.flops_per_element`). Layouts
 are NCHW for images and (batch, sequence, features) for token streams; views
 (flatten, head split) cost no kernel.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from autotm_core.costs.ops import flops_per_element
 from autotm_core.errors import GraphError
 from autotm_core.zoo.tape import Grad, Tape, Value
 
@@ -84,56 +86,61 @@ def linear(t: Tape, x: Value, features: int, *, name: str, bias: bool = True,
     )
 
 
+def _normalisation(t: Tape, x: Value, *, op: str, name: str, features: int,
+                   stats: int) -> Value:
+    """``op`` with a weight and a bias of ``features``; saves ``stats`` means and inverse stds."""
+    gamma = t.parameter(f"{name}.weight", (features,))
+    beta = t.parameter(f"{name}.bias", (features,))
+    return t.record(
+        name, op=op, inputs=[x], params=[gamma, beta], shape=x.shape,
+        flops=flops_per_element(op) * x.numel,
+        saved=[("saved_stats", (2, stats), _STATS_DTYPE)],
+        grads=[Grad("backward", f"{op}_backward", [x.name, gamma.name, f"{name}.saved_stats"],
+                    [x.name, gamma.name, beta.name],
+                    flops_per_element(f"{op}_backward") * x.numel)],
+    )
+
+
 def batch_norm(t: Tape, x: Value, *, name: str) -> Value:
     """Training-mode batch normalisation over N, H, W; saves per-channel mean and inverse std.
 
     Running statistics (buffers, not parameters) are not modelled.
     """
-    channels = x.shape[1]
-    gamma = t.parameter(f"{name}.weight", (channels,))
-    beta = t.parameter(f"{name}.bias", (channels,))
-    stats = f"{name}.saved_stats"
-    return t.record(
-        name, op="batch_norm", inputs=[x], params=[gamma, beta], shape=x.shape,
-        flops=8 * x.numel, saved=[("saved_stats", (2, channels), _STATS_DTYPE)],
-        grads=[Grad("backward", "batch_norm_backward", [x.name, gamma.name, stats],
-                    [x.name, gamma.name, beta.name], 12 * x.numel)],
-    )
+    return _normalisation(t, x, op="batch_norm", name=name, features=x.shape[1],
+                          stats=x.shape[1])
 
 
 def layer_norm(t: Tape, x: Value, *, name: str) -> Value:
     """Layer normalisation over the last axis; saves per-row mean and inverse std."""
-    features = x.shape[-1]
-    rows = math.prod(x.shape[:-1])
-    gamma = t.parameter(f"{name}.weight", (features,))
-    beta = t.parameter(f"{name}.bias", (features,))
-    stats = f"{name}.saved_stats"
-    return t.record(
-        name, op="layer_norm", inputs=[x], params=[gamma, beta], shape=x.shape,
-        flops=8 * x.numel, saved=[("saved_stats", (2, rows), _STATS_DTYPE)],
-        grads=[Grad("backward", "layer_norm_backward", [x.name, gamma.name, stats],
-                    [x.name, gamma.name, beta.name], 12 * x.numel)],
-    )
+    return _normalisation(t, x, op="layer_norm", name=name, features=x.shape[-1],
+                          stats=math.prod(x.shape[:-1]))
+
+
+def _pointwise(t: Tape, x: Value, *, op: str, name: str, reads: Sequence[str],
+               backward: str | None = None,
+               saved: Sequence[tuple[str, Sequence[int], str]] = ()) -> Value:
+    """An elementwise ``op`` and its backward (``op + "_backward"``), which reads ``reads``."""
+    backward = backward or f"{op}_backward"
+    return t.record(name, op=op, inputs=[x], shape=x.shape, saved=saved,
+                    flops=flops_per_element(op) * x.numel,
+                    grads=[Grad("backward", backward, reads, [x.name],
+                                flops_per_element(backward) * x.numel)])
 
 
 def relu(t: Tape, x: Value, *, name: str) -> Value:
     """ReLU; its backward reads the output (as PyTorch saves it)."""
-    return t.record(name, op="relu", inputs=[x], shape=x.shape, flops=x.numel,
-                    grads=[Grad("backward", "relu_backward", [name], [x.name], x.numel)])
+    return _pointwise(t, x, op="relu", name=name, reads=[name])
 
 
 def gelu(t: Tape, x: Value, *, name: str) -> Value:
-    """GELU (tanh approximation, 8 flops/element); its backward reads the input."""
-    return t.record(name, op="gelu", inputs=[x], shape=x.shape, flops=8 * x.numel,
-                    grads=[Grad("backward", "gelu_backward", [x.name], [x.name], 12 * x.numel)])
+    """GELU (tanh approximation); its backward reads the input."""
+    return _pointwise(t, x, op="gelu", name=name, reads=[x.name])
 
 
 def dropout(t: Tape, x: Value, *, name: str) -> Value:
     """Dropout; saves a one-byte keep-mask per element, which its backward reads."""
-    mask = f"{name}.mask"
-    return t.record(name, op="dropout", inputs=[x], shape=x.shape, flops=2 * x.numel,
-                    saved=[("mask", x.shape, "bool")],
-                    grads=[Grad("backward", "dropout_backward", [mask], [x.name], x.numel)])
+    return _pointwise(t, x, op="dropout", name=name, reads=[f"{name}.mask"],
+                      saved=[("mask", x.shape, "bool")])
 
 
 def _pool_shape(x: Value, kernel: int, stride: int, padding: int) -> tuple[int, ...]:
@@ -170,8 +177,10 @@ def adaptive_avg_pool2d(t: Tape, x: Value, size: int, *, name: str) -> Value:
 
 def global_avg_pool(t: Tape, x: Value, *, name: str) -> Value:
     """Mean over the spatial axes: (N, C, H, W) -> (N, C)."""
-    return t.record(name, op="global_avg_pool", inputs=[x], shape=x.shape[:2], flops=x.numel,
-                    grads=[Grad("backward", "global_avg_pool_backward", [], [x.name], x.numel)])
+    return t.record(name, op="global_avg_pool", inputs=[x], shape=x.shape[:2],
+                    flops=flops_per_element("global_avg_pool") * x.numel,
+                    grads=[Grad("backward", "global_avg_pool_backward", [], [x.name],
+                                flops_per_element("global_avg_pool_backward") * x.numel)])
 
 
 def add(t: Tape, a: Value, b: Value, *, name: str) -> Value:
@@ -180,23 +189,42 @@ def add(t: Tape, a: Value, b: Value, *, name: str) -> Value:
     ``b`` may broadcast over ``a``'s leading axes (e.g. position embeddings over the
     batch); its gradient is then summed back to its shape by a ``reduce_sum`` kernel.
     """
+    flops = flops_per_element("add") * a.numel
     if b.numel == a.numel:
-        return t.record(name, op="add", inputs=[a, b], shape=a.shape, flops=a.numel,
+        return t.record(name, op="add", inputs=[a, b], shape=a.shape, flops=flops,
                         passthrough=[a.name, b.name])
     if len(b.shape) >= len(a.shape) or a.shape[len(a.shape) - len(b.shape):] != b.shape:
         raise GraphError(f"add {name!r}: cannot broadcast {b.shape} over {a.shape}",
                          hint="the second operand must match the trailing axes of the first")
-    return t.record(name, op="add", inputs=[a, b], shape=a.shape, flops=a.numel,
+    return t.record(name, op="add", inputs=[a, b], shape=a.shape, flops=flops,
                     passthrough=[a.name],
-                    grads=[Grad("backward", "reduce_sum", [], [b.name], a.numel)])
+                    grads=[Grad("backward", "reduce_sum", [], [b.name],
+                                flops_per_element("reduce_sum") * a.numel)])
 
 
 def concat(t: Tape, xs: Sequence[Value], *, name: str, axis: int = 1) -> Value:
     """Concatenation (a copy, 0 flops); backward splits the gradient into new tensors."""
     shape = list(xs[0].shape)
     shape[axis] = sum(x.shape[axis] for x in xs)
-    return t.record(name, op="concat", inputs=xs, shape=shape, flops=0,
-                    grads=[Grad("backward", "concat_backward", [], [x.name for x in xs], 0)])
+    return t.record(name, op="concat", inputs=xs, shape=shape, flops=flops_per_element("concat"),
+                    grads=[Grad("backward", "concat_backward", [], [x.name for x in xs],
+                                flops_per_element("concat_backward"))])
+
+
+def stem(t: Tape, x: Value, channels: int, *, name: str = "stem") -> Value:
+    """The stem of ResNets and DenseNets: 7x7/2 convolution, batch-norm, ReLU, 3x3/2 max pool."""
+    x = conv2d(t, x, channels, 7, stride=2, padding=3, name=f"{name}.conv")
+    x = batch_norm(t, x, name=f"{name}.bn")
+    x = relu(t, x, name=f"{name}.relu")
+    return max_pool2d(t, x, 3, stride=2, padding=1, name=f"{name}.pool")
+
+
+def classifier(t: Tape, x: Value, classes: int, *, with_dropout: bool = False) -> Value:
+    """The logits of a CNN's head: global average pool, dropout if asked, linear to ``classes``."""
+    x = global_avg_pool(t, x, name="avgpool")
+    if with_dropout:
+        x = dropout(t, x, name="dropout")
+    return linear(t, x, classes, name="fc")
 
 
 def view(x: Value, shape: Sequence[int]) -> Value:
@@ -208,7 +236,11 @@ def view(x: Value, shape: Sequence[int]) -> Value:
 
 
 def embedding(t: Tape, ids: Value, rows: int, features: int, *, name: str) -> Value:
-    """Table lookup (a gather, 0 flops); backward scatter-adds into a dense weight gradient."""
+    """Table lookup (a gather, 0 flops); backward scatter-adds into a dense weight gradient.
+
+    The zoo's counts, not the op table's (docs/zoo.md, "FLOPs per kernel"): 0 forward,
+    one addition per element of the incoming gradient backward.
+    """
     weight = t.parameter(f"{name}.weight", (rows, features))
     shape = (*ids.shape, features)
     return t.record(name, op="embedding", inputs=[ids], params=[weight], shape=shape, flops=0,
@@ -236,10 +268,9 @@ def attention_context(t: Tape, probs: Value, v: Value, *, name: str) -> Value:
 
 
 def softmax(t: Tape, x: Value, *, name: str, causal: bool = False) -> Value:
-    """Softmax over the last axis (5 flops/element, causal mask folded in); backward reads y."""
-    return t.record(name, op="causal_softmax" if causal else "softmax", inputs=[x],
-                    shape=x.shape, flops=5 * x.numel,
-                    grads=[Grad("backward", "softmax_backward", [name], [x.name], 3 * x.numel)])
+    """Softmax over the last axis (causal mask folded in); its backward reads the output."""
+    return _pointwise(t, x, op="causal_softmax" if causal else "softmax", name=name,
+                      reads=[name], backward="softmax_backward")
 
 
 def fused_attention(t: Tape, q: Value, k: Value, v: Value, heads: int, *, name: str) -> Value:
@@ -254,7 +285,7 @@ def fused_attention(t: Tape, q: Value, k: Value, v: Value, heads: int, *, name: 
     lse = f"{name}.logsumexp"
     return t.record(
         name, op="fused_attention", inputs=[q, k, v], shape=q.shape,
-        flops=products + 5 * batch * heads * seq * seq,
+        flops=products + flops_per_element("softmax") * batch * heads * seq * seq,
         saved=[("logsumexp", (batch, heads, seq), _STATS_DTYPE)],
         grads=[Grad("backward", "fused_attention_backward", [q.name, k.name, v.name, name, lse],
                     [q.name, k.name, v.name], 2.5 * products)],

@@ -52,24 +52,11 @@ def resnet(depth: int = 50, *, batch: int = 1, image: int = 224, classes: int = 
     check_positive(name, batch=batch, image=image, classes=classes)
     t = Tape(name, dtype=dtype)
     x, labels = L.image_inputs(t, batch=batch, image=image)
-    x = _conv_bn(t, x, 64, 7, stride=2, name="stem")
-    x = L.max_pool2d(t, x, 3, stride=2, padding=1, name="stem.pool")
+    x = L.stem(t, x, 64)
     for s, blocks in enumerate(RESNET_STAGES[depth]):
         width = 64 * 2**s
         for i in range(blocks):
             stride = 2 if i == 0 and s > 0 else 1
             x = _bottleneck(t, x, width, stride, name=f"layer{s + 1}.{i}")
-    x = L.global_avg_pool(t, x, name="avgpool")
-    logits = L.linear(t, x, classes, name="fc")
-    t.loss(logits, labels)
+    t.loss(L.classifier(t, x, classes), labels)
     return t.finish(optimizer=optimizer)
-
-
-def resnet50(**options: object) -> Graph:
-    """ResNet-50: about 25.6 M parameters, 4.1 GMACs at 224x224."""
-    return resnet(50, **options)  # type: ignore[arg-type]
-
-
-def resnet200(**options: object) -> Graph:
-    """ResNet-200 (stages 3, 24, 36, 3): about 64.7 M parameters."""
-    return resnet(200, **options)  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from autotm_core.costs.ops import flops_per_element
 from autotm_core.errors import GraphError, UsageError
 from autotm_core.ir import DTYPE_NBYTES, Graph, GraphBuilder, TensorKind
 
@@ -59,6 +60,12 @@ class Optimizer(enum.Enum):
 
 
 _OPTIMIZER_FLOPS_PER_ELEMENT = {Optimizer.SGD: 2, Optimizer.MOMENTUM: 4, Optimizer.ADAM: 12}
+"""The zoo's own counts of its update kernels: the op table counts ``sgd_momentum`` at 3 and
+``adam`` at 10 per element (see docs/zoo.md, "FLOPs per kernel")."""
+LOSS_BACKWARD_FLOPS_PER_LOGIT = 3.0
+"""The zoo's count of ``cross_entropy_backward`` (softmax minus one-hot, scaled): the op table
+counts it at 5 per element of the logits (see docs/zoo.md, "FLOPs per kernel")."""
+
 _OPTIMIZER_STATES = {Optimizer.SGD: (), Optimizer.MOMENTUM: ("momentum",),
                      Optimizer.ADAM: ("adam_m", "adam_v")}
 
@@ -200,18 +207,20 @@ class Tape:
     def loss(self, logits: Value, labels: Value, *, name: str = "loss") -> Value:
         """Mean cross-entropy of ``logits`` (classes last) against integer ``labels``.
 
-        Forward ``cross_entropy`` (log-softmax + NLL, 5 flops/logit) writes the
-        scalar OUTPUT; ``cross_entropy_backward`` reads the logits and labels and
-        writes the logits' gradient (3 flops/logit). It starts the backward pass.
+        Forward ``cross_entropy`` (log-softmax + NLL, the op table's 5 flops/logit)
+        writes the scalar OUTPUT; ``cross_entropy_backward`` reads the logits and
+        labels and writes the logits' gradient (:data:`LOSS_BACKWARD_FLOPS_PER_LOGIT`).
+        It starts the backward pass.
         """
         if self._loss_grad is not None:
             raise GraphError(f"network {self.name!r}: the loss is already defined")
         out = self._declare(name, (), self.dtype, TensorKind.OUTPUT)
         self._b.kernel(name, op="cross_entropy", inputs=[logits.name, labels.name],
-                       outputs=[out.name], flops=5.0 * logits.numel)
+                       outputs=[out.name], flops=flops_per_element("cross_entropy") * logits.numel)
         grad = self._grad_tensor(logits.name, f"{logits.name}.grad")
         self._b.kernel(f"{name}.backward", op="cross_entropy_backward",
-                       inputs=[logits.name, labels.name], outputs=[grad], flops=3.0 * logits.numel)
+                       inputs=[logits.name, labels.name], outputs=[grad],
+                       flops=LOSS_BACKWARD_FLOPS_PER_LOGIT * logits.numel)
         self._loss_grad = (logits.name, grad)
         return out
 
@@ -230,7 +239,8 @@ class Tape:
         self._accumulations += 1
         total = self._grad_tensor(of, f"{of}.grad_sum{self._accumulations}")
         self._b.kernel(f"{of}.grad_add{self._accumulations}", op="add", inputs=[old, grad],
-                       outputs=[total], flops=float(math.prod(self._shape[of])))
+                       outputs=[total],
+                       flops=flops_per_element("add") * math.prod(self._shape[of]))
         grads[of] = total
 
     def finish(self, *, optimizer: Optimizer | str = Optimizer.MOMENTUM) -> Graph:

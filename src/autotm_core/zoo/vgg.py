@@ -63,13 +63,3 @@ def vgg(blocks: tuple[tuple[int, ...], ...], *, name: str, batch: int = 1, image
     logits = L.linear(t, x, classes, name="fc3")
     t.loss(logits, labels)
     return t.finish(optimizer=optimizer)
-
-
-def vgg19(**options: object) -> Graph:
-    """VGG-19: 16 convolutions + 3 dense layers, about 143.7 M parameters."""
-    return vgg(VGG19_BLOCKS, name="vgg19", **options)  # type: ignore[arg-type]
-
-
-def vgg416(**options: object) -> Graph:
-    """AutoTM's VGG-416 (see :func:`vgg416_blocks`)."""
-    return vgg(vgg416_blocks(), name="vgg416", **options)  # type: ignore[arg-type]

@@ -20,11 +20,11 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from autotm_core.costs import Dialect, op_flops
 from autotm_core.errors import GraphError
 from autotm_core.ir import Graph, GraphBuilder, Tensor, TensorKind
 
 from autotm_onnx.dims import bind_dims
-from autotm_onnx.flops import node_flops
 from autotm_onnx.shapes import ValueType, ValueTypes, infer_shapes
 from autotm_onnx.structure import DEFAULT_DOMAINS, check_structure
 
@@ -114,8 +114,8 @@ class _Converter:
             outputs.append(name)
         inputs = [name for name in node.input if name]
         op = kernel_op(node)
-        flops = node_flops(op, [self._tensors[n] for n in inputs],
-                           [self._tensors[n] for n in outputs])
+        flops = op_flops(op, inputs=[self._tensors[n] for n in inputs],
+                         outputs=[self._tensors[n] for n in outputs], dialect=Dialect.ONNX)
         name = node.name or f"{op.rsplit('::', 1)[-1]}_{position}"
         if name in names:
             name = f"{name}#{position}"

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import torch
 
 from autotm_core.errors import ExecutionError
-from autotm_core.executor.arena import ArenaRequest
+from autotm_core.executor import SCRATCH, ArenaRequest, CopyThread
 from autotm_core.memory import MemorySystem
 
 
@@ -54,8 +54,6 @@ class TorchPools:
 
         ``device`` defaults to ``cuda`` when available, else ``cpu`` (test mode).
         """
-        from autotm_core.executor.layout import SCRATCH
-
         self.compute = torch.device(device if device is not None
                                     else ("cuda" if cuda_available() else "cpu"))
         if self.compute.type == "cuda" and not cuda_available():
@@ -87,8 +85,6 @@ class TorchPools:
             self._side = torch.cuda.Stream(self.compute)
             self._done: list[torch.cuda.Event] = []
         else:
-            from autotm_core.executor.copy import CopyThread
-
             self._copier = CopyThread()
 
     def region(self, arena: int, offset: int, nbytes: int) -> torch.Tensor:

@@ -10,8 +10,8 @@
   its outputs.
 - A multi-output op writes one IR tensor per new output storage.
 - FLOPs come from ``torch.utils.flop_counter`` (matmul-like ops, convolutions,
-  attention); other ops known to autotm-core's estimators are left to them; the
-  rest count one flop per element written.
+  attention); other ops autotm-core's op table knows (``autotm_core.costs.op_info``)
+  are left to its estimators; the rest count one flop per element written.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import torch
 
-from autotm_core.costs.flops import ESTIMATORS, normalise_op
+from autotm_core.costs import op_info
 from autotm_core.errors import PluginError
 from autotm_core.ir import DTYPE_NBYTES, Graph, GraphBuilder, TensorKind
 from autotm_torch import _torch_internals as internals
@@ -156,7 +156,7 @@ class _Lowering:
             return  # a view, or an op with nothing to store
         flops = internals.op_flops(target, _vals(node.args), _vals(node.kwargs), out)
         op = schema.name
-        if flops is None and normalise_op(op) not in ESTIMATORS:
+        if flops is None and op_info(op) is None:
             flops = sum(math.prod(t.shape) for t in _tensors(out))
         self.kernels.append(
             (node.name, op, [*inputs, *(k for k in written if k not in inputs)],

@@ -13,7 +13,7 @@ import attrs
 from autotm_core.errors import ExecutionError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.model import Plan
+from autotm_core.plans import Plan
 
 
 def fit_addresses(

@@ -6,9 +6,9 @@ between residencies (synchronous, or asynchronous with a ticket to wait for),
 and time marks. Two kinds exist:
 
 - :class:`NumaPools`: autotm-core's executor arenas (one NUMA-bound,
-  pre-faulted mapping per pool, :class:`autotm_core.executor.arena.Space`),
+  pre-faulted mapping per pool, :class:`autotm_core.executor.Space`),
   seen by torch through ``torch.from_numpy``; asynchronous copies on the
-  executor's copy thread (:class:`~autotm_core.executor.copy.CopyThread`);
+  executor's copy thread (:class:`~autotm_core.executor.CopyThread`);
 - :class:`~autotm_torch.gpu_pools.TorchPools`: device memory and pinned host
   memory as torch tensors, with a side CUDA stream for asynchronous copies
   (or both pools in CPU memory to test the mechanics where there is no GPU).
@@ -22,7 +22,7 @@ from typing import Protocol
 
 import torch
 
-from autotm_core.executor.arena import ArenaRequest
+from autotm_core.executor import ArenaRequest, CopyThread, Space
 from autotm_core.memory import MemorySystem
 
 
@@ -78,9 +78,6 @@ class NumaPools:
         self, requests: Sequence[ArenaRequest], system: MemorySystem | None = None
     ) -> None:
         """Make the arenas ``requests`` asks for (``system`` is not needed: the nodes are there)."""
-        from autotm_core.executor.arena import Space
-        from autotm_core.executor.copy import CopyThread
-
         self.space = Space(requests)
         self._names = [r.name for r in requests]
         self._copier = CopyThread()

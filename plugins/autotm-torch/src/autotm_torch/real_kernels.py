@@ -2,10 +2,10 @@
 
 Every tensor a kernel touches is rebuilt, at that kernel, as a torch view over
 the bytes of its residency: the pool ``plan.configs[k]`` names, at the
-residency's offset (the executor's layout: :func:`~autotm_core.executor.layout.plan_layout`),
+residency's offset (the executor's layout: :func:`~autotm_core.executor.plan_layout`),
 with the shape, strides, storage offset and dtype the fake trace recorded. So
 a tensor moved to another pool is read there afterwards, and the moves are
-real copies between arena regions (:func:`~autotm_core.executor.program.build_program`
+real copies between arena regions (:func:`~autotm_core.executor.build_program`
 says which, when, and what to wait for). Each kernel then runs one of three ways:
 
 - **in place**: an op that writes its arguments (``relu_``, ``add_``, optimizer
@@ -34,10 +34,10 @@ import numpy as np
 import torch
 
 from autotm_core.errors import ExecutionError
-from autotm_core.executor.arena import ArenaRequest
+from autotm_core.executor import ArenaRequest, build_program, plan_layout, seed_of
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.model import Plan
+from autotm_core.plans import Plan, check_plan
 from autotm_torch import _torch_internals as internals
 from autotm_torch.capture import Traced
 from autotm_torch.lower import _vals
@@ -140,10 +140,6 @@ def run_plan(
     ``values`` are only read: their bytes are written into the arenas before
     each repetition. One untimed warm-up run comes first, then ``repeat`` timed ones.
     """
-    from autotm_core.executor.layout import plan_layout
-    from autotm_core.executor.program import build_program, seed_of
-    from autotm_core.plans.verify import check_plan
-
     graph, traced = step.graph, step.traced
     check_plan(plan, graph, system)
     layout = plan_layout(plan, graph, system)
