@@ -94,7 +94,7 @@ def test_hand_made_plan_with_sync_moves_and_workspace() -> None:
             if r.pool == "fast" and r.first <= 1 <= r.last:
                 nbytes = graph.tensor(r.tensor).nbytes
                 assert r.offset + nbytes <= at or at + 16 <= r.offset
-        assert result.plan.attributes["addresses"]["workspace_offsets"] == {"k1": at}
+        assert result.plan.workspace_offsets == {1: at}
 
 
 def test_sync_copy_occupies_the_boundary() -> None:

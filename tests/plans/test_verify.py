@@ -238,3 +238,26 @@ def test_a_write_leaves_no_stale_copy() -> None:
     problems = verify_plan(plan_keeping_slow_until(2), graph, system)
     assert any("'update'" in p and "'a'" in p and "'slow'" in p and "old value" in p
                for p in problems), problems
+
+
+def test_workspace_addresses_are_checked_and_survive_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import attrs
+
+    from autotm_core.addresses import assign_offsets
+    from autotm_core.plans import load_plan, save_plan, verify_plan
+    from plans.random_plans import tiny_graph, tiny_plan, tiny_system
+
+    graph, system = tiny_graph(), tiny_system()
+    fitted = assign_offsets(tiny_plan(a_move="sync"), graph, system, alignment_nbytes=1).plan
+    assert fitted.workspace_offsets and verify_plan(fitted, graph, system) == []
+    save_plan(fitted, tmp_path / "plan.json")
+    assert load_plan(tmp_path / "plan.json") == fitted
+    (k, at), = fitted.workspace_offsets.items()
+    fast = next(r for r in fitted.residencies if r.pool == "fast" and r.first <= k <= r.last)
+    overlapping = attrs.evolve(fitted, workspace_offsets={k: fast.offset})
+    assert any("overlaps" in p and "workspace" in p
+               for p in verify_plan(overlapping, graph, system))
+    outside = attrs.evolve(fitted, workspace_offsets={k: -1})
+    assert any("lies outside" in p for p in verify_plan(outside, graph, system))
+    nowhere = attrs.evolve(fitted, workspace_offsets={0: 0})
+    assert any("has no workspace" in p for p in verify_plan(nowhere, graph, system))

@@ -123,7 +123,7 @@ def assign_offsets(
             attrs.evolve(plan, residencies=cleared), packings, overflows, alignment_nbytes
         )
     return OffsetAssignment(
-        _with_offsets(plan, arrays, offsets, packings, workspace_offsets, graph, alignment_nbytes),
+        _with_offsets(plan, arrays, offsets, packings, workspace_offsets, alignment_nbytes),
         packings,
         (),
         alignment_nbytes,
@@ -223,7 +223,6 @@ def _with_offsets(
     offsets: IntArray,
     packings: list[PoolPacking],
     workspace_offsets: dict[int, int],
-    graph: Graph,
     alignment_nbytes: int,
 ) -> Plan:
     residencies = list(plan.residencies)
@@ -235,10 +234,7 @@ def _with_offsets(
         "height_nbytes": {p.pool: p.height_nbytes for p in packings},
         "lower_bound_nbytes": {p.pool: p.lower_bound_nbytes for p in packings},
     }
-    if workspace_offsets:
-        facts["workspace_offsets"] = {
-            graph.kernels[k].name: o for k, o in workspace_offsets.items()
-        }
     return attrs.evolve(
-        plan, residencies=tuple(residencies), attributes={**plan.attributes, "addresses": facts}
+        plan, residencies=tuple(residencies), attributes={**plan.attributes, "addresses": facts},
+        workspace_offsets=workspace_offsets,
     )

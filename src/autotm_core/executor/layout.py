@@ -9,7 +9,7 @@
   after packing the ones without offsets above those with one (lowest-fit, by
   :func:`autotm_core.addresses.packing.assign_offsets`).
 - A kernel's workspace lives in the fastest pool: at the offset the plan's
-  address assignment gave it (``attributes["addresses"]["workspace_offsets"]``),
+  address assignment gave it (:attr:`~autotm_core.plans.Plan.workspace_offsets`),
   else in a scratch arena bound to the fastest pool's node (with a note).
 """
 
@@ -189,15 +189,14 @@ def _workspaces(
     plan: Plan, graph: Graph, fast_capacity: int | None, n_pools: int
 ) -> tuple[dict[int, tuple[int, int]], int]:
     """Place of each workspace, and the scratch arena's size (0: none needed)."""
-    given = plan.attributes.get("addresses", {}).get("workspace_offsets", {}) \
-        if isinstance(plan.attributes.get("addresses"), Mapping) else {}
+    given = plan.workspace_offsets
     places: dict[int, tuple[int, int]] = {}
     scratch = 0
     for k, kernel in enumerate(graph.kernels):
         size = kernel.workspace_nbytes
         if not size:
             continue
-        offset = given.get(kernel.name)
+        offset = given.get(k)
         if (fast_capacity is not None and isinstance(offset, int) and offset >= 0
                 and offset + size <= fast_capacity):
             places[k] = (0, offset)

@@ -28,6 +28,7 @@ every planner, simulator and executor follows:
 from __future__ import annotations
 
 import enum
+import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -87,6 +88,10 @@ def _to_configs(configs: Any) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(row) for row in configs)
 
 
+def _to_workspaces(value: Mapping[int, int] | None) -> Mapping[int, int]:
+    return types.MappingProxyType({int(k): int(o) for k, o in sorted((value or {}).items())})
+
+
 @attrs.frozen(slots=True)
 class Plan:
     """What a planner decided; everything downstream (verify, simulate, run) reads this."""
@@ -107,6 +112,9 @@ class Plan:
     """Who made it, e.g. ``"ilp/synchronous"`` or ``"baseline/first-touch"``."""
     attributes: Mapping[str, Any] = attrs.field(factory=dict)
     """Planner facts worth keeping: objective, bound, gap, solver, options (JSON values)."""
+    workspace_offsets: Mapping[int, int] = attrs.field(factory=dict, converter=_to_workspaces)
+    """Byte address in the fastest pool of each kernel's workspace (kernel position ->
+    offset), when addresses were assigned; a kernel without one gets scratch memory."""
 
     @property
     def has_offsets(self) -> bool:

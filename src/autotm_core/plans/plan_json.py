@@ -18,7 +18,7 @@ from autotm_core.plans.model import Move, MoveKind, Plan, Residency
 KIND = "plan"
 VERSION = 1
 _TOP = {"format", "version", "graph", "system", "planner", "capacities", "residencies", "moves",
-        "configs", "attributes"}
+        "configs", "attributes", "workspaces"}
 _RESIDENCY = {"tensor", "pool", "first", "last", "offset"}
 _MOVE = {"tensor", "from", "to", "kernel", "kind"}
 _KINDS = {kind.value: kind for kind in MoveKind}
@@ -46,6 +46,8 @@ def plan_to_document(plan: Plan) -> dict[str, Any]:
         ],
         "configs": [list(row) for row in plan.configs],
         "attributes": dict(plan.attributes),
+        **({"workspaces": [{"kernel": k, "offset": o} for k, o in plan.workspace_offsets.items()]}
+           if plan.workspace_offsets else {}),
     }
 
 
@@ -110,6 +112,15 @@ def plan_from_document(doc: Mapping[str, Any], fields: Fields) -> Plan:
             if not isinstance(name, str):
                 raise fields.fail(f"configs[{k}][{i}]", "expected a pool name (a string)")
         configs.append(tuple(row))
+    workspaces = {}
+    for i, raw in enumerate(fields.get(doc, "workspaces", "", list, required=False, default=[])):
+        where = f"workspaces[{i}]"
+        obj = fields.object(raw, where)
+        fields.unknown_keys(obj, {"kernel", "offset"}, where)
+        kernel = fields.get(obj, "kernel", where, int)
+        if kernel in workspaces:
+            raise fields.fail(f"{where}.kernel", f"kernel {kernel} has two workspace offsets")
+        workspaces[kernel] = fields.get(obj, "offset", where, int)
     return Plan(
         graph=fields.get(doc, "graph", "", str),
         system=fields.get(doc, "system", "", str),
@@ -119,4 +130,5 @@ def plan_from_document(doc: Mapping[str, Any], fields: Fields) -> Plan:
         moves=moves,
         configs=configs,
         attributes=dict(fields.get(doc, "attributes", "", dict, required=False, default={})),
+        workspace_offsets=workspaces,
     )

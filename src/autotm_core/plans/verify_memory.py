@@ -11,7 +11,7 @@ pools. A kernel's workspace occupies the fastest pool while the kernel runs.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -98,6 +98,8 @@ def check_memory(
         if capacity is not None:
             out += memory.capacity(p, name, capacity)
         out += memory.offsets(p, name, capacity)
+        if p == 0:
+            out += memory.workspaces(plan.workspace_offsets, name, capacity)
     return out
 
 
@@ -189,6 +191,34 @@ class _Memory:
         if len(bad) > MAX_PER_POOL:
             out.append(f"... and {len(bad) - MAX_PER_POOL} more addresses outside pool {name!r}")
         return out + self._clashes(name, np.flatnonzero(given & ~outside & (nbytes > 0)))
+
+    def workspaces(self, offsets: Mapping[int, int], name: str,
+                   capacity: int | None) -> list[str]:
+        """Each workspace address lies in the fastest pool, clear of what is there meanwhile."""
+        out: list[str] = []
+        in_pool = (self.pool == 0) & (self.offset != NO_OFFSET)
+        for k, offset in offsets.items():
+            if not 0 <= k < self.a.n_kernels or not self.workspace[k]:
+                out.append(f"workspaces: kernel #{k} has no workspace to place; give offsets "
+                           "only to kernels with workspace")
+                continue
+            size = int(self.workspace[k])
+            if offset < 0 or (capacity is not None and offset + size > capacity):
+                out.append(f"the workspace of {self.kernel(k)} at address {offset} + {size} "
+                           f"bytes lies outside pool {name!r} "
+                           f"(0..{capacity if capacity is not None else 'unbounded'})")
+                continue
+            here = np.flatnonzero(in_pool & (self.start <= 2 * k + 1) & (self.end >= 2 * k + 1)
+                                  & (self.offset < offset + size)
+                                  & (self.offset + self.nbytes > offset) & (self.nbytes > 0))
+            if len(here):
+                i = int(here[0])
+                out.append(f"the workspace of {self.kernel(k)} at addresses {offset}.."
+                           f"{offset + size - 1} of pool {name!r} overlaps {self.who(i)} at "
+                           f"{self.offset[i]}..{self.offset[i] + self.nbytes[i] - 1}")
+            if len(out) >= MAX_PER_POOL:
+                break
+        return out
 
     def _clashes(self, name: str, idx: IntArray) -> list[str]:
         # Sweep over time keeping the residencies present, sorted by address: a newcomer clashes
