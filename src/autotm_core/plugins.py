@@ -23,12 +23,15 @@ import functools
 import importlib.metadata
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
 from autotm_core.errors import PluginError
 from autotm_core.ir import Graph
+
+if TYPE_CHECKING:
+    from autotm_core.solvers.base import Solver
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +148,7 @@ def _is_frontend(obj: Any) -> bool:
 @functools.cache
 def _discovered(group: str) -> dict[str, PluginEntry]:
     # Importing plugins is done once per process; their availability is asked on every call.
-    check = _is_frontend if group == FRONTENDS_GROUP else _is_solver
+    check = _is_frontend if group == FRONTENDS_GROUP else is_solver
     return discover(group, check)
 
 
@@ -171,9 +174,16 @@ def _usable(entries: dict[str, PluginEntry], name: str, what: str) -> Any:
     return entry.plugin
 
 
-def _is_solver(obj: Any) -> bool:
+def is_solver(obj: Any) -> bool:
+    """Whether ``obj`` satisfies the :class:`~autotm_core.solvers.Solver` protocol: a string
+    ``name`` and ``description``, a :class:`~autotm_core.solvers.SolverCapabilities` as
+    ``capabilities``, and callable ``unavailable_reason`` and ``solve``."""
+    from autotm_core.solvers.base import SolverCapabilities
+
     return (
         isinstance(getattr(obj, "name", None), str)
+        and isinstance(getattr(obj, "description", None), str)
+        and isinstance(getattr(obj, "capabilities", None), SolverCapabilities)
         and callable(getattr(obj, "solve", None))
         and callable(getattr(obj, "unavailable_reason", None))
     )
@@ -184,6 +194,8 @@ def solvers() -> dict[str, PluginEntry]:
     return {name: with_availability(e) for name, e in _discovered(SOLVERS_GROUP).items()}
 
 
-def get_solver(name: str) -> Any:
-    """The usable solver called ``name``, or a :class:`PluginError` saying why not."""
-    return _usable(solvers(), name, "solver")
+def get_solver(name: str) -> Solver:
+    """The usable solver called ``name`` (it passed :func:`is_solver` when discovered), or a
+    :class:`PluginError` saying why not."""
+    solver: Solver = _usable(solvers(), name, "solver")
+    return solver

@@ -11,6 +11,7 @@ from autotm_core.ilp.formulation import build_program
 from autotm_core.ilp.incumbent import relax_and_fix
 from autotm_core.ilp.options import FormulationOptions
 from autotm_core.ilp.planner import plan_graph
+from autotm_core.plugins import get_solver
 from autotm_core.units import fast_capacity_for_ratio
 
 
@@ -19,7 +20,8 @@ def test_relax_and_fix_is_feasible_and_bounded_by_the_lp() -> None:
     capacity = fast_capacity_for_ratio(graph.liveness.peak_nbytes, Fraction(4))
     system = preset("optane-2019").with_capacity("dram", capacity)
     index = build_program(graph, roofline_costs(graph, system), system, None, FormulationOptions())
-    found = relax_and_fix(index, time_limit_seconds=30, relative_gap=0.01)
+    found = relax_and_fix(index, solver=get_solver("highs"), time_limit_seconds=30,
+                          relative_gap=0.01)
     assert found is not None
     assert index.lp.violations(found.values, tolerance=1e-6) == []
     result = found.result

@@ -1,8 +1,8 @@
-"""``to_pyomo`` gives a model with exactly the rows, bounds and objective of its program."""
+"""The program's matrix form, and the Pyomo model made from it (``build_model``), have
+exactly the rows, bounds and objective of the program."""
 
 from __future__ import annotations
 
-import gc
 import math
 
 import numpy as np
@@ -10,15 +10,10 @@ import pytest
 from pyomo.repn import generate_standard_repn
 
 from autotm_core.costs import roofline_costs
-from autotm_core.ilp.formulation import build_program
-from autotm_core.ilp.lp import (
-    LinearProgram,
-    paused_gc,
-    pyomo_values,
-    set_pyomo_values,
-    to_pyomo,
-)
+from autotm_core.ilp.formulation import build_model, build_program
+from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
 from autotm_core.ilp.options import FormulationOptions
+from autotm_core.solvers.pyomo import to_pyomo
 
 from .test_optimum import MiB, system_with, tiny_graph
 
@@ -56,7 +51,11 @@ def test_pyomo_model_matches_program(formulation):
     index = build_program(graph, roofline_costs(graph, system), system,
                           options=FormulationOptions(formulation=formulation))
     assert index.lp.n_rows and index.lp.n_binaries
-    assert_same(to_pyomo(index.lp), index.lp)
+    assert_same(to_pyomo(to_matrix_problem(index.lp)), index.lp)
+    model, built = build_model(graph, roofline_costs(graph, system), system,
+                               options=FormulationOptions(formulation=formulation))
+    assert_same(model, built.lp)
+    assert built.lp.row_cols == index.lp.row_cols and built.lp.var_ub == index.lp.var_ub
 
 
 def test_every_kind_of_row_and_bound():
@@ -69,34 +68,23 @@ def test_every_kind_of_row_and_bound():
     lp.add_row([a, c], [-1.0, 0.5], ub=7.0)
     lp.add_row([a, b, c], [1.0, 1.0, 1.0], lb=-1.0, ub=2.0)
     lp.add_row([c], [1.0])  # free on both sides: constrains nothing, left out
-    model = to_pyomo(lp)
+    model = to_pyomo(to_matrix_problem(lp))
     assert_same(model, lp)
     assert 4 not in model.rows
 
 
-def test_values_round_trip():
+def test_matrix_problem_has_the_programs_arrays():
     lp = LinearProgram()
-    for _ in range(3):
-        lp.add_var(binary=True)
-    model = to_pyomo(lp)
-    assert np.isnan(pyomo_values(model, lp.n_vars)).all()
-    set_pyomo_values(model, np.array([1.0, 0.0, 1.0]))
-    assert pyomo_values(model, lp.n_vars).tolist() == [1.0, 0.0, 1.0]
-
-
-def test_paused_gc_restores_the_collector_state():
-    assert gc.isenabled()
-    with pytest.raises(RuntimeError), paused_gc():
-        assert not gc.isenabled()
-        with paused_gc():
-            assert not gc.isenabled()
-        assert not gc.isenabled()  # the inner block leaves the outer one's pause alone
-        raise RuntimeError
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with paused_gc():
-            pass
-        assert not gc.isenabled()  # a caller's own pause is kept
-    finally:
-        gc.enable()
+    a = lp.add_var(binary=True, cost=2.0)
+    b = lp.add_var(lb=-math.inf, ub=5.0)
+    lp.add_row([a, b], [1.0, -2.5], lb=1.0, ub=1.0)
+    lp.add_row([b], [3.0], lb=-4.0)
+    problem = to_matrix_problem(lp, name="tiny")
+    assert problem.name == "tiny" and (problem.n_rows, problem.n_columns) == (2, 2)
+    assert problem.cost.tolist() == [2.0, 0.0] and problem.is_integer.tolist() == [True, False]
+    assert problem.start.tolist() == [0, 2, 3] and problem.index.tolist() == [0, 1, 1]
+    assert problem.value.tolist() == [1.0, -2.5, 3.0] and problem.n_nonzeros == 3
+    assert problem.row_upper.tolist() == [1.0, math.inf] and problem.n_binaries == 1
+    values = np.array([1.0, 0.0])
+    assert lp.violations(values, tolerance=1e-9) == []
+    assert lp.violations(np.array([0.5, 0.0]), tolerance=1e-9) == [0, 2]

@@ -1,4 +1,5 @@
-"""CBC and GLPK, through the Pyomo model, reach HiGHS's optimum on the tiny instances."""
+"""CBC and GLPK (every solve of plan_graph on them, relax-and-fix included for CBC) reach
+HiGHS's optimum on the tiny instances."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ def test_baseline_plans_map_to_feasible_starts_no_slower(baseline):
 
 @pytest.mark.highs
 def test_highs_takes_the_greedy_start_as_its_first_solution():
-    from autotm_core.solvers.highs import solve_matrix
+    from autotm_core.plugins import get_solver
 
     graph, system, costs = chain_setting()
     index = build_program(graph, costs, system)
@@ -46,6 +46,6 @@ def test_highs_takes_the_greedy_start_as_its_first_solution():
     # No node, no heuristic: only the start can give a solution.
     config = SolverConfig(options={"mip_max_nodes": 0, "mip_heuristic_effort": 0.0,
                                    "presolve": "off"})
-    result, _ = solve_matrix(to_matrix_problem(index.lp), config=config, start=values)
+    result, _ = get_solver("highs").solve(to_matrix_problem(index.lp), config, values)
     assert result.has_solution
     assert result.objective <= greedy_objective * (1 + 1e-9)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import gc
 import math
 
 import attrs
+import numpy as np
 import pytest
 
 from autotm_core.solvers import (
+    MatrixProblem,
     SolutionStatus,
+    SolverCapabilities,
     SolverConfig,
     SolveResult,
     TerminationCondition,
     relative_gap,
 )
+from autotm_core.solvers.base import paused_gc
 
 
 def test_every_enum_member_has_a_docstring() -> None:
@@ -36,7 +41,7 @@ def test_every_enum_member_has_a_docstring() -> None:
 
 @pytest.mark.parametrize("bad", [
     {"time_limit_seconds": -1.0}, {"relative_gap": -0.1}, {"threads": 0}, {"threads": 1.5},
-    {"log_to_terminal": "yes"},
+    {"log_to_terminal": "yes"}, {"duals": 1},
 ])
 def test_config_rejects_bad_values(bad: dict) -> None:
     with pytest.raises((ValueError, TypeError)):
@@ -94,3 +99,43 @@ def test_settle_status(native, has_solution, objective, bound, expected) -> None
 
     assert settle_status(native, has_solution=has_solution, objective=objective,
                          best_bound=bound) == expected
+
+
+def test_config_asks_for_no_duals_by_default() -> None:
+    assert SolverConfig().duals is False and SolverConfig(duals=True).duals is True
+
+
+def test_capabilities_are_checked_booleans() -> None:
+    capabilities = SolverCapabilities(mip=True, warm_start=False, interrupt=False, duals=True)
+    assert attrs.asdict(capabilities) == {"mip": True, "warm_start": False, "interrupt": False,
+                                          "duals": True}
+    with pytest.raises(TypeError):
+        SolverCapabilities(mip=1, warm_start=False, interrupt=False, duals=False)
+
+
+def test_matrix_problem_counts() -> None:
+    problem = MatrixProblem(
+        cost=np.zeros(3), col_lower=np.array([0.0, 0.0, -1.0]), col_upper=np.array([1.0, 5, 1]),
+        is_integer=np.array([True, True, True]), start=np.array([0, 2, 3]),
+        index=np.array([0, 1, 2]), value=np.ones(3), row_lower=np.zeros(2),
+        row_upper=np.ones(2))
+    assert (problem.n_columns, problem.n_rows, problem.n_nonzeros, problem.n_binaries) == (
+        3, 2, 3, 1)
+
+
+def test_paused_gc_restores_the_collector_state() -> None:
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), paused_gc():
+        assert not gc.isenabled()
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block leaves the outer one's pause alone
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is kept
+    finally:
+        gc.enable()

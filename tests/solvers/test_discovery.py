@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from autotm_core.errors import PluginError
-from autotm_core.plugins import get_solver, solvers
-from autotm_core.solvers import Solver
+from autotm_core.plugins import discover, get_solver, is_solver, solvers
+from autotm_core.solvers import Solver, SolverCapabilities
 
 
 def test_builtin_solvers_are_registered_through_entry_points() -> None:
@@ -18,8 +18,38 @@ def test_builtin_solvers_are_registered_through_entry_points() -> None:
     assert {"highs", "cbc", "glpk"} <= set(entries)
     for name in ("highs", "cbc", "glpk"):
         assert entries[name].distribution == "autotm-core"
-        assert isinstance(entries[name].plugin, Solver)
-        assert entries[name].plugin.mip_capable
+        assert isinstance(entries[name].plugin, Solver) and is_solver(entries[name].plugin)
+        assert isinstance(entries[name].plugin.capabilities, SolverCapabilities)
+        assert entries[name].plugin.capabilities.mip
+
+
+class _OldProtocol:
+    """A backend of the old protocol: a Pyomo model in, no declared capabilities."""
+
+    name = "old"
+    description = "solves Pyomo models"
+    mip_capable = True
+
+    def unavailable_reason(self) -> None:
+        return None
+
+    def solve(self, model, config=None):
+        raise AssertionError("never called")
+
+
+class _EntryPoint:
+    """Just enough of an entry point for :func:`discover`."""
+
+    name, value, dist = "old", "tests:_OldProtocol", None
+
+    def load(self):
+        return _OldProtocol
+
+
+def test_a_solver_without_declared_capabilities_is_not_a_valid_plugin() -> None:
+    assert not is_solver(_OldProtocol())
+    found = discover("autotm_core.solvers", is_solver, entry_points=[_EntryPoint()])
+    assert found["old"].error == "tests:_OldProtocol is not a valid plugin for autotm_core.solvers"
 
 
 @pytest.mark.glpk

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from autotm_core.errors import SolverError
-from autotm_core.ilp.formulation import Edge, ModelIndex
 from autotm_core.ilp.gadgets import move_sources
+from autotm_core.ilp.model_index import Edge, ModelIndex
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.build import make_plan

@@ -12,7 +12,7 @@ residency of every bounded pool and passes the verifier: it fits by construction
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -69,9 +69,6 @@ class FittedPlan:
     """Every round, in order."""
     limits: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
     """Per-kernel limits the last round solved under, for the pools the loop tightened."""
-    warm_started_rounds: bool = False
-    """Whether re-solves started from the previous round's plan. ``plan_graph`` does not take a
-    starting plan yet, so each round starts from the greedy baseline's plan, as the first."""
 
     @property
     def fits(self) -> bool:
@@ -124,19 +121,22 @@ def plan_with_addresses(
     alignment_nbytes: int = PAGE_NBYTES,
     window_kernels: int = WINDOW_KERNELS,
     on_round: Callable[[FitRound], None] | None = None,
+    start_plans: Sequence[Plan] = (),
     **plan_graph_kwargs: Any,
 ) -> FittedPlan:
     """Plan ``graph`` by ILP (see :func:`~autotm_core.ilp.planner.plan_graph`, which gets
     ``plan_graph_kwargs``) and give every tensor in a bounded pool an address that fits.
 
-    ``on_round`` is called after each round (for progress). The loop ends when the
+    ``on_round`` is called after each round (for progress). The first round is offered
+    ``start_plans`` as starting solutions (with greedy's); each later round the previous
+    round's plan too, where it fits the tightened limits. The loop ends when the
     packing fits, or after an interrupted solve (Ctrl-C: the plan is returned without
     addresses when it did not fit). Raises :class:`CapacityError` when ``max_rounds``
     solves did not give a plan that packs, or when tightening left no plan at all.
     """
     from autotm_core.addresses import assign_offsets
-    from autotm_core.ilp.formulation import resolve_capacities
     from autotm_core.ilp.infeasible import forced_fast_nbytes
+    from autotm_core.ilp.options import resolve_capacities
     from autotm_core.ilp.planner import plan_graph
     from autotm_core.plans.verify import check_plan
 
@@ -151,7 +151,7 @@ def plan_with_addresses(
     limits: dict[str, np.ndarray] = {}
     rounds: list[FitRound] = []
     floor = None
-    previous: tuple[Plan, ...] = ()  # each round starts from the last one's plan when it fits
+    previous = tuple(start_plans)
     for number in range(1, max_rounds + 1):
         capacities = {**options.capacities, **{p: tuple(int(v) for v in a)
                                                 for p, a in limits.items()}}
@@ -189,7 +189,7 @@ def plan_with_addresses(
             return done
         if number == max_rounds:
             break
-        previous = (result.plan,)
+        previous = (result.plan, *start_plans)
         if floor is None:
             floor = forced_fast_nbytes(graph, system, options)
         for overflow in assignment.overflows:

@@ -22,40 +22,43 @@ Nothing here solves, prints or reads files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import CapacityError, PlanError, UsageError
-from autotm_core.ilp.gadgets import State, TensorSlots, move_sources, states_for, tensor_slots
-from autotm_core.ilp.lp import LinearProgram, paused_gc, to_pyomo
-from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ilp.gadgets import (
+    State,
+    TensorSlots,
+    allowed_states,
+    move_sources,
+    states_for,
+    tensor_slots,
+)
+from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
+from autotm_core.ilp.model_index import (
+    CONFIG,
+    EDGE,
+    OCCUPANCY,
+    SECONDS_PER_UNIT,
+    SLOT,
+    TIME,
+    ColumnRecorder,
+    Edge,
+    ModelIndex,
+)
+from autotm_core.ilp.options import (
+    Capacities,
+    Formulation,
+    FormulationOptions,
+    resolve_capacities,
+)
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
+from autotm_core.solvers.base import paused_gc
 from autotm_core.units import round_up
-
-Capacities = Mapping[str, "int | Sequence[int] | None"]
-
-SECONDS_PER_UNIT = 1e-6
-"""Times enter the model in microseconds: latencies (~1e-7 s) would otherwise sit at the
-solvers' feasibility tolerance and be silently dropped."""
-
-
-@attrs.frozen(slots=True)
-class Edge:
-    """One way of crossing a transition: from one state to another, at some time."""
-
-    var: int
-    """Variable position in the linear program."""
-    before: int
-    """State index before."""
-    after: int
-    """State index after."""
-    async_kernel: int | None
-    """The kernel an asynchronous move overlaps; ``None`` for a synchronous one."""
 
 
 class _Pair(NamedTuple):
@@ -73,111 +76,19 @@ class _Pair(NamedTuple):
     """Whether anything is copied (else there is no asynchronous variant)."""
 
 
-@attrs.define
-class ModelIndex:
-    """Where every decision lives among the model's variables (for decoding and warm starts)."""
-
-    lp: LinearProgram
-    """The model in matrix form."""
-    states: tuple[State, ...]
-    """The states, indexed as in :attr:`slot_vars`."""
-    tensors: list[TensorSlots]
-    """Slots and transitions of every tensor planned."""
-    slot_vars: list[list[dict[int, int]]]
-    """Per tensor (aligned with :attr:`tensors`), per slot: state index -> variable."""
-    edges: list[list[list[Edge]]]
-    """Per tensor, per transition: its edges."""
-    kernel_time_vars: list[int]
-    """``T_k`` of each kernel."""
-    kernel_time_rows: list[list[int]]
-    """Rows bounding each ``T_k`` from below (``T_k - ... >= rhs``)."""
-    config_vars: list[list[int]]
-    """Table costs: per kernel, one binary per row of its cost table (empty for separable)."""
-    config_pools: list[np.ndarray]
-    """Table costs: per kernel, its configurations (one row each: the pool of each of its
-    tensors, in kernel order); empty for separable costs."""
-    occupancy_vars: dict[int, list[int]]
-    """Per bounded pool: the occupancy variable of each half step (index 0 unused: -1)."""
-    occupancy_rows: dict[int, list[int]]
-    """Per bounded pool: the running-sum row of each half step (index 0 unused: -1)."""
-    capacities: list[np.ndarray | None]
-    """Per pool: the limit at each kernel, ``None`` when unbounded."""
-    options: FormulationOptions
-    """The options the model was built with."""
-    nbytes_per_unit: int
-    """Bytes per unit of the capacity rows (the page size: sizes are whole pages)."""
-    seconds_per_unit: float = SECONDS_PER_UNIT
-    """Seconds per unit of the objective and the kernel-time variables."""
-
-    def objective_seconds(self, objective: float) -> float:
-        """The model's objective value in seconds."""
-        return objective * self.seconds_per_unit
-
-    @property
-    def n_variables(self) -> int:
-        """Variables of the model."""
-        return self.lp.n_vars
-
-    @property
-    def n_constraints(self) -> int:
-        """Rows of the model."""
-        return self.lp.n_rows
-
-
-def resolve_capacities(graph: Graph, system: MemorySystem,
-                       capacities: Capacities | None) -> list[np.ndarray | None]:
-    """Per pool, its limit at every kernel: ``capacities`` where given, else the system's."""
-    n = len(graph.kernels)
-    given = dict(capacities or {})
-    for name in given:
-        system.pool_index(name)  # raises, naming the pools, on an unknown one
-    out: list[np.ndarray | None] = []
-    for pool in system.pools:
-        limit = given.get(pool.name, pool.capacity_nbytes)
-        if limit is None:
-            out.append(None)
-        elif isinstance(limit, int):
-            out.append(np.full(n, limit, dtype=np.int64))
-        else:
-            array = np.asarray(limit, dtype=np.int64)
-            if array.shape != (n,):
-                raise UsageError(
-                    f"capacity of pool {pool.name!r} has {array.size} limits; "
-                    f"graph {graph.name!r} has {n} kernels",
-                    hint="give one number, or one limit per kernel",
-                )
-            out.append(array)
-    return out
-
-
-def allowed_states(graph: Graph, system: MemorySystem, options: FormulationOptions,
-                   tensor: int) -> list[int]:
-    """Indices of the states tensor position ``tensor`` may ever be in."""
-    states = states_for(len(system.pools))
-    spec = graph.tensors[tensor]
-    pools = set(range(len(system.pools)))
-    if spec.pools is not None:
-        pools = {system.pool_index(name) for name in spec.pools}
-    if options.pin_to_fast and spec.kind in options.pinned_kinds and 0 in pools:
-        pools = {0}
-    static = options.formulation is Formulation.STATIC
-    out = [i for i, s in enumerate(states) if s.pools <= pools and not (static and s.clean_copy)]
-    if not out:
-        raise CapacityError(
-            f"tensor {spec.name!r} may live in no pool of {system.name!r} "
-            f"(it allows {', '.join(spec.pools or ())})",
-            hint=f"list pools of {system.name!r} in the tensor's 'pools': "
-                 f"{', '.join(p.name for p in system.pools)}",
-        )
-    return out
-
-
 def build_model(graph: Graph, costs: KernelCosts, system: MemorySystem,
                 capacities: Capacities | None = None,
                 options: FormulationOptions | None = None) -> tuple[Any, ModelIndex]:
-    """The Pyomo model of the plan problem and the index of its variables."""
+    """The Pyomo model of the plan problem and the index of its variables.
+
+    The model is :func:`~autotm_core.solvers.pyomo.to_pyomo` of the same matrix
+    :func:`build_program` writes (variables ``model.x[j]`` are the index's columns),
+    for users who extend it; solve it with :func:`~autotm_core.solvers.pyomo.solve_pyomo`.
+    """
+    from autotm_core.solvers.pyomo import to_pyomo
+
     index = build_program(graph, costs, system, capacities, options)
-    return to_pyomo(index.lp), index
+    return to_pyomo(to_matrix_problem(index.lp, name=graph.name)), index
 
 
 def build_program(graph: Graph, costs: KernelCosts, system: MemorySystem,
@@ -205,6 +116,9 @@ class _Builder:
         self.n = len(graph.kernels)
         self.states = states_for(len(system.pools))
         self.lp = LinearProgram()
+        self.recorder = ColumnRecorder()
+        self.record = self.recorder.facts.extend  # six facts per column, as it is added
+        self.n_slots = 0  # slots numbered over all tensors, in order
         self.unit = options.page_nbytes
         self.bounded = [q for q, c in enumerate(capacities)
                         if c is not None and not self._never_binds(q, c)]
@@ -237,7 +151,7 @@ class _Builder:
         occ_vars, occ_rows = self._capacity()
         return ModelIndex(self.lp, self.states, slots, slot_vars, edges, times, time_rows,
                           config_vars, self.config_pools, occ_vars, occ_rows, self.capacities,
-                          o, self.unit)
+                          o, self.unit, self.recorder.columns())
 
     def _never_binds(self, pool: int, capacity: np.ndarray) -> bool:
         """Whether every live tensor (and workspace) together fit ``pool`` at every kernel.
@@ -302,18 +216,22 @@ class _Builder:
     # -- tensors --------------------------------------------------------------
 
     def _tensor(self, ts: TensorSlots) -> tuple[list[dict[int, int]], list[list[Edge]]]:
-        lp, states = self.lp, self.states
+        lp, states, record = self.lp, self.states, self.record
         t = ts.tensor
         nbytes = int(self.live.nbytes[t])
         size = round_up(nbytes, self.unit) / self.unit
         allowed = allowed_states(self.graph, self.system, self.options, t)
         users = self.live.use_kernels[self.live.use_ptr[t]:self.live.use_ptr[t + 1]].tolist()
         slot_vars: list[dict[int, int]] = []
+        first = self.n_slots  # the number of the tensor's first slot
+        self.n_slots += len(ts.slots)
         for i, slot in enumerate(ts.slots):
             ok = [s for s in allowed if not (slot.writes and states[s].clean_copy)]
             if not ok:  # only clean-copy states allowed but the tensor is written here
                 ok = allowed
             xs = {s: lp.add_var(binary=True) for s in ok}
+            for s in ok:
+                record((SLOT, slot.first, first + i, s, -1, 0))
             slot_vars.append(xs)
             if i == 0:
                 lp.add_row(list(xs.values()), [1.0] * len(xs), lb=1.0, ub=1.0)
@@ -333,6 +251,7 @@ class _Builder:
             for s, s2, cost, held, moved in self._pairs(nbytes, tuple(before), tuple(after),
                                                          interior=interior):
                 var = lp.add_var(ub=1.0, binary=use_async, cost=cost)
+                record((EDGE, tr.kernel, first + i + 1, s2, s, 0))
                 edges.append(Edge(var, s, s2, None))
                 boundary.append((var, held))
                 if moved and use_async:
@@ -342,6 +261,7 @@ class _Builder:
                     evict = ts.slots[i + 1].gadget is False
                     for j in tr.async_kernels:
                         var = lp.add_var(ub=1.0, binary=True)
+                        record((EDGE, tr.kernel, first + i + 1, s2, s, 1))
                         edges.append(Edge(var, s, s2, j))
                         self.async_load[j].append((var, seconds))
                         boundary.append((var, a.pools if evict else b.pools))
@@ -398,6 +318,7 @@ class _Builder:
         config_vars: list[list[int]] = []
         for k in range(self.n):
             tk = lp.add_var(cost=1.0)
+            self.record((TIME, k, -1, -1, -1, 0))
             times.append(tk)
             k_rows: list[int] = []
             entries = range(int(live.kernel_ptr[k]), int(live.kernel_ptr[k + 1]))
@@ -424,6 +345,7 @@ class _Builder:
             else:
                 table = self.costs.table(k)
                 zs = [lp.add_var(binary=True) for _ in range(len(table.seconds))]
+                self.record((CONFIG, k, -1, -1, -1, 0) * len(zs))
                 self.config_pools.append(table.configs)
                 config_vars.append(zs)
                 lp.add_row(zs, [1.0] * len(zs), lb=1.0, ub=1.0)
@@ -471,6 +393,7 @@ class _Builder:
                         hint=f"give the pool at least {int(workspace[k] * self.unit)} bytes",
                     )
                 occ = lp.add_var(lb=0.0, ub=limit)
+                self.record((OCCUPANCY, k, -1, -1, -1, 0))
                 merged: dict[int, float] = {}
                 for var, c in delta[h]:
                     merged[var] = merged.get(var, 0.0) + c

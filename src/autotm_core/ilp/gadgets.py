@@ -20,6 +20,8 @@ import functools
 
 import attrs
 
+from autotm_core.errors import CapacityError
+from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 
@@ -46,6 +48,29 @@ def states_for(n_pools: int) -> tuple[State, ...]:
         out.append(State(frozenset({p, slowest}), p, True))
     out.append(State(frozenset({slowest}), slowest, False))
     return tuple(out)
+
+
+def allowed_states(graph: Graph, system: MemorySystem, options: FormulationOptions,
+                   tensor: int) -> list[int]:
+    """Indices of the states tensor position ``tensor`` may ever be in."""
+    states = states_for(len(system.pools))
+    spec = graph.tensors[tensor]
+    pools = set(range(len(system.pools)))
+    if spec.pools is not None:
+        pools = {system.pool_index(name) for name in spec.pools}
+    if options.pin_to_fast and spec.kind in options.pinned_kinds and 0 in pools:
+        pools = {0}
+    static = options.formulation is Formulation.STATIC
+    out = [i for i, s in enumerate(states) if s.pools <= pools and not (static and s.clean_copy)]
+    if not out:
+        raise CapacityError(
+            f"tensor {spec.name!r} may live in no pool of {system.name!r} "
+            f"(it allows {', '.join(spec.pools or ())})",
+            hint=f"list pools of {system.name!r} in the tensor's 'pools': "
+                 f"{', '.join(p.name for p in system.pools)}",
+        )
+    return out
+
 
 
 def move_sources(system: MemorySystem, nbytes: int, before: State, after: State,

@@ -1,4 +1,4 @@
-"""A near-optimal starting plan by relax-and-fix, for HiGHS to start from.
+"""A near-optimal starting plan by relax-and-fix, for the solver to start from.
 
 On these models the LP relaxation's bound sits within a fraction of a percent of
 the integer optimum, but HiGHS spends most of its time in cut rounds before a
@@ -10,6 +10,7 @@ is a plan of the full problem, and the LP relaxation's objective is a proven
 lower bound: when the two are within the gap asked for, the problem is solved to
 that gap without the full MIP; otherwise the solution is offered to the full
 solve as its warm start. Either way the decoded plan is verified and simulated.
+Both solves run on the backend the caller chose.
 """
 
 from __future__ import annotations
@@ -21,8 +22,15 @@ import attrs
 import numpy as np
 
 from autotm_core.errors import AutotmError, SolveInterruptedError
-from autotm_core.ilp.formulation import ModelIndex
-from autotm_core.ilp.lp import LinearProgram
+from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
+from autotm_core.ilp.model_index import ModelIndex
+from autotm_core.solvers.base import (
+    MatrixProblem,
+    Solver,
+    SolverConfig,
+    TerminationCondition,
+    settle_status,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -43,42 +51,37 @@ class RelaxAndFix:
     """The LP relaxation's row duals, when asked for."""
 
 
-def relax_and_fix(index: ModelIndex, *, time_limit_seconds: float | None,
+def relax_and_fix(index: ModelIndex, *, solver: Solver, time_limit_seconds: float | None,
                   relative_gap: float, lp: LinearProgram | None = None) -> RelaxAndFix | None:
     """A feasible solution of ``index``'s model found by relax-and-fix, or ``None``.
 
     ``lp`` is the model to relax: ``index.lp`` by default, or the same with variables
-    fixed by exact reductions (:mod:`autotm_core.large.reductions`; a smaller LP, the
-    same optimum). Each of the two HiGHS solves gets ``time_limit_seconds`` (``None``: no
-    limit).
+    fixed by exact reductions (:mod:`autotm_core.ilp.reductions`; a smaller LP, the
+    same optimum). Each of the two solves by ``solver`` gets ``time_limit_seconds``
+    (``None``: no limit).
     """
-    from autotm_core.ilp.lp import to_matrix_problem
-
     problem = to_matrix_problem(index.lp if lp is None else lp, name="relax-and-fix")
     if not np.asarray(problem.is_integer, dtype=bool).any():
         return None
-    return relax_and_fix_matrix(problem, time_limit_seconds=time_limit_seconds,
+    return relax_and_fix_matrix(problem, solver=solver, time_limit_seconds=time_limit_seconds,
                                 relative_gap=relative_gap)
 
 
-def relax_and_fix_matrix(problem: Any, *, time_limit_seconds: float | None,
-                         relative_gap: float, threads: int | None = None,
-                         duals: bool = False) -> RelaxAndFix | None:
-    """Relax-and-fix on a :class:`~autotm_core.solvers.highs.MatrixProblem` (see the module).
+def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
+                         time_limit_seconds: float | None, relative_gap: float,
+                         threads: int | None = None, duals: bool = False) -> RelaxAndFix | None:
+    """Relax-and-fix on ``problem`` with ``solver`` (see the module docstring).
 
     ``None`` when either solve gives no solution; Ctrl-C raises ``KeyboardInterrupt``.
-    With ``duals``, the LP relaxation's row duals come back too.
+    With ``duals``, the LP relaxation's row duals come back too (from a backend that
+    gives them).
     """
-    from autotm_core.solvers import SolverConfig, TerminationCondition
-    from autotm_core.solvers.base import settle_status
-    from autotm_core.solvers.highs import solve_matrix
-
     binary = np.asarray(problem.is_integer, dtype=bool)
     config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
                           threads=threads, warm_start=False)
     try:
-        relaxed, x = solve_matrix(attrs.evolve(problem, is_integer=np.zeros_like(binary)),
-                                  config=config, duals=duals)
+        relaxed, x = solver.solve(attrs.evolve(problem, is_integer=np.zeros_like(binary)),
+                                  attrs.evolve(config, duals=duals))
         if relaxed.termination is TerminationCondition.INTERRUPTED:
             raise KeyboardInterrupt  # the user's Ctrl-C, not a failed start
         if x is None:
@@ -92,8 +95,7 @@ def relax_and_fix_matrix(problem: Any, *, time_limit_seconds: float | None,
         lower[ones], upper[zeros] = 1.0, 0.0
         logger.info("relax-and-fix: the LP fixes %d of %d binaries", int(ones.sum() + zeros.sum()),
                     int(binary.sum()))
-        fixed, y = solve_matrix(attrs.evolve(problem, col_lower=lower, col_upper=upper),
-                                config=config)
+        fixed, y = solver.solve(attrs.evolve(problem, col_lower=lower, col_upper=upper), config)
     except SolveInterruptedError:
         raise KeyboardInterrupt from None  # the user's Ctrl-C, not a failed start
     except AutotmError as exc:  # only a start: planning goes on without it

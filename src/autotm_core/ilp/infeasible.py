@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from autotm_core.errors import CapacityError
-from autotm_core.ilp.formulation import allowed_states
-from autotm_core.ilp.gadgets import states_for
+from autotm_core.ilp.gadgets import allowed_states, states_for
 from autotm_core.ilp.options import FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem

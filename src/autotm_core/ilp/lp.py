@@ -1,41 +1,21 @@
-"""A linear program in matrix form, and its translation into a Pyomo model.
+"""The formulation's linear program in matrix form, and its hand-over to the solvers.
 
 The formulation writes rows here (plain lists, no Pyomo objects), which keeps
-model generation cheap and testable; :func:`to_pyomo` then builds the Pyomo
-model in one pass, one ``LinearExpression`` per row. The same matrix can be
-handed to a solver's matrix interface directly for very large models.
+model generation cheap and testable; :func:`to_matrix_problem` turns them into
+the arrays of a :class:`~autotm_core.solvers.MatrixProblem`, which every solver
+backend takes (and :func:`~autotm_core.solvers.pyomo.to_pyomo` makes a Pyomo
+model of).
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import math
-from collections.abc import Iterator
-from typing import Any
 
 import attrs
 import numpy as np
 
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector in the block (as Pyomo's ``PauseGC`` does).
-
-    Building a model allocates hundreds of thousands of small containers that live on
-    (lists, tuples, Pyomo components), and each allocation burst triggers a collection
-    that walks them all again; they form no cycles, so the collections find nothing.
-    At 5,000 kernels they took about half of ``build_program`` and four fifths of
-    ``to_pyomo``. Nested blocks keep the outermost block's state.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+from autotm_core.solvers.base import MatrixProblem
 
 
 @attrs.define
@@ -129,10 +109,8 @@ class LinearProgram:
                                                        strict=True)))
 
 
-def to_matrix_problem(lp: LinearProgram, *, name: str = "autotm") -> Any:
-    """``lp`` as a :class:`~autotm_core.solvers.highs.MatrixProblem` (row-wise arrays)."""
-    from autotm_core.solvers.highs import MatrixProblem
-
+def to_matrix_problem(lp: LinearProgram, *, name: str = "autotm") -> MatrixProblem:
+    """``lp`` as a :class:`~autotm_core.solvers.MatrixProblem` (row-wise arrays)."""
     start, index, value = lp.csr()
     cost = np.zeros(lp.n_vars)
     if lp.objective:
@@ -144,76 +122,3 @@ def to_matrix_problem(lp: LinearProgram, *, name: str = "autotm") -> Any:
         row_lower=np.asarray(lp.row_lb, dtype=np.float64),
         row_upper=np.asarray(lp.row_ub, dtype=np.float64), name=name,
     )
-
-
-def to_pyomo(lp: LinearProgram) -> Any:
-    """A Pyomo ``ConcreteModel`` with variables ``model.x[0..n-1]``, rows ``model.rows[0..m-1]``.
-
-    Variable ``j`` has ``lp``'s bounds (``None`` where infinite) and is binary or
-    real; row ``r`` is ``body == lb`` when its bounds are equal, else ``lb <= body``,
-    ``body <= ub`` or ``lb <= body <= ub`` (a row free on both sides is left out);
-    ``body`` is a ``LinearExpression`` of ``coef * x[j]`` terms in ``lp``'s order.
-
-    The variables are made from one template and their domains and bounds set after
-    (no rule call per variable), the expressions are built directly (no operator
-    dispatch), all with the garbage collector paused (:func:`paused_gc`).
-    """
-    import pyomo.environ as pyo
-    from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
-    from pyomo.core.expr.relational_expr import (
-        EqualityExpression,
-        InequalityExpression,
-        RangedExpression,
-    )
-
-    with paused_gc():
-        model = pyo.ConcreteModel(name="autotm")
-        model.x = pyo.Var(range(lp.n_vars), domain=pyo.Reals, dense=True)
-        x = list(model.x.values())
-        for var, low, high, binary in zip(x, lp.var_lb, lp.var_ub, lp.var_binary, strict=True):
-            if binary:
-                var.domain = pyo.Binary
-            if low != -math.inf:
-                var.lower = low
-            if high != math.inf:
-                var.upper = high
-
-        def linear(cols: list[int], coefs: list[float]) -> Any:
-            return LinearExpression(list(map(MonomialTermExpression,
-                                             zip(coefs, map(x.__getitem__, cols), strict=True))))
-
-        def relation(cols: list[int], coefs: list[float], low: float, high: float) -> Any:
-            body = linear(cols, coefs)
-            if low == high:
-                return EqualityExpression((body, low))
-            if high == math.inf:
-                if low == -math.inf:
-                    return pyo.Constraint.Skip
-                return InequalityExpression((low, body), False)
-            if low == -math.inf:
-                return InequalityExpression((body, high), False)
-            return RangedExpression((low, body, high), (False, False))
-
-        rows = list(map(relation, lp.row_cols, lp.row_coefs, lp.row_lb, lp.row_ub))
-        model.rows = pyo.Constraint(range(lp.n_rows), rule=lambda _m, r: rows[r])
-        objective = sorted(lp.objective.items())
-        model.objective = pyo.Objective(
-            expr=linear([j for j, _ in objective], [c for _, c in objective]),
-            sense=pyo.minimize,
-        )
-    return model
-
-
-def pyomo_values(model: Any, n_vars: int) -> np.ndarray:
-    """The values the solver loaded into ``model.x`` (NaN where none)."""
-    out = np.full(n_vars, np.nan)
-    for i, var in model.x.items():
-        if var.value is not None:
-            out[i] = var.value
-    return out
-
-
-def set_pyomo_values(model: Any, values: np.ndarray) -> None:
-    """Set ``model.x`` to ``values`` (a starting solution for solvers that take one)."""
-    for i, var in model.x.items():
-        var.set_value(float(values[i]), skip_validation=True)

@@ -6,10 +6,15 @@ import enum
 from collections.abc import Mapping, Sequence
 
 import attrs
+import numpy as np
 
 from autotm_core.errors import UsageError
-from autotm_core.ir import TensorKind
+from autotm_core.ir import Graph, TensorKind
+from autotm_core.memory import MemorySystem
 from autotm_core.units import PAGE_NBYTES
+
+Capacities = Mapping[str, "int | Sequence[int] | None"]
+"""Limits per pool name: one for every kernel, one per kernel, or ``None`` (unbounded)."""
 
 
 class Formulation(enum.Enum):
@@ -96,3 +101,29 @@ class FormulationOptions:
             "pin_to_fast": self.pin_to_fast,
             "pinned_kinds": sorted(k.value for k in self.pinned_kinds),
         }
+
+
+def resolve_capacities(graph: Graph, system: MemorySystem,
+                       capacities: Capacities | None) -> list[np.ndarray | None]:
+    """Per pool, its limit at every kernel: ``capacities`` where given, else the system's."""
+    n = len(graph.kernels)
+    given = dict(capacities or {})
+    for name in given:
+        system.pool_index(name)  # raises, naming the pools, on an unknown one
+    out: list[np.ndarray | None] = []
+    for pool in system.pools:
+        limit = given.get(pool.name, pool.capacity_nbytes)
+        if limit is None:
+            out.append(None)
+        elif isinstance(limit, int):
+            out.append(np.full(n, limit, dtype=np.int64))
+        else:
+            array = np.asarray(limit, dtype=np.int64)
+            if array.shape != (n,):
+                raise UsageError(
+                    f"capacity of pool {pool.name!r} has {array.size} limits; "
+                    f"graph {graph.name!r} has {n} kernels",
+                    hint="give one number, or one limit per kernel",
+                )
+            out.append(array)
+    return out

@@ -6,7 +6,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -18,6 +18,9 @@ from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
+
+if TYPE_CHECKING:
+    from autotm_core.solvers.base import Solver
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +47,15 @@ class PlanResult:
     n_nonzeros: int
     """Nonzero coefficients of the rows."""
     build_seconds: float
-    """Seconds to generate the model (the matrix, and the Pyomo model for solvers that
-    take one)."""
+    """Seconds to generate the model in matrix form (a backend's own translation of it,
+    e.g. CBC's Pyomo model, counts as the solve's ``handoff_seconds``)."""
+    objective_seconds: float
+    """The model's objective for the plan, in seconds (the simulator agrees with it)."""
+    bound_seconds: float | None
+    """The solver's proven lower bound on the optimum, in seconds (``None`` when unknown)."""
     warm_started: bool
-    """Whether the greedy baseline's plan was offered as a starting solution."""
+    """Whether a starting solution (relax-and-fix's, the greedy baseline's plan or one of
+    ``start_plans``) was offered to the solver (never to one without warm starts)."""
     system: MemorySystem
     """The memory system planned for, with the fast capacity applied."""
 
@@ -63,7 +71,7 @@ def plan_graph(
     *,
     fast_capacity_nbytes: int | None = None,
     formulation: Formulation | str = Formulation.SYNCHRONOUS,
-    solver: str = "highs",
+    solver: str | Solver = "highs",
     time_limit_seconds: float | None = None,
     relative_gap: float = 0.01,
     costs: KernelCosts | None = None,
@@ -75,22 +83,25 @@ def plan_graph(
     """Plan ``graph`` on ``system`` by ILP; the plan is verified and simulated.
 
     ``fast_capacity_nbytes`` overrides the fastest pool's capacity. ``options``
-    (when given) wins over ``formulation``. Raises :class:`CapacityError` when no plan
-    fits (saying which kernel and the smallest capacity that could), and
-    :class:`SolverError` when the solver finds no plan or the plan's simulated time
-    differs from the model's objective.
+    (when given) wins over ``formulation``. ``solver`` is a solver plugin's name or a
+    backend object (:class:`~autotm_core.solvers.Solver`); every solve runs on it.
+    Raises :class:`CapacityError` when no plan fits (saying which kernel and the
+    smallest capacity that could), and :class:`SolverError` when the solver finds no
+    plan or the plan's simulated time differs from the model's objective.
 
-    With ``warm_start``, the solver starts from the best of the greedy baseline's plan and
-    ``start_plans`` (e.g. the plan of a neighbouring capacity in a sweep, or the previous
-    round of address fitting) that the model can express and that fits its limits.
+    With ``warm_start`` and a solver that takes starting solutions, the solver starts from
+    the best of relax-and-fix's solution (see :func:`_relax_and_fix_pays`), the greedy
+    baseline's plan and ``start_plans`` (e.g. the plan of a neighbouring capacity in a
+    sweep, or the previous round of address fitting) that the model can express and that
+    fits its limits.
     """
     from autotm_core.costs import resolve_costs
     from autotm_core.ilp.decode import decode_plan
-    from autotm_core.ilp.formulation import build_program, resolve_capacities
+    from autotm_core.ilp.formulation import build_program
     from autotm_core.ilp.incumbent import relax_and_fix
-    from autotm_core.ilp.solve import solve_program
+    from autotm_core.ilp.options import resolve_capacities
+    from autotm_core.ilp.solve import resolve_solver, solve_program
     from autotm_core.plans.verify import check_plan
-    from autotm_core.plugins import get_solver
     from autotm_core.simulation import simulate
     from autotm_core.solvers import SolverConfig, TerminationCondition
 
@@ -98,7 +109,7 @@ def plan_graph(
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
     options = options or FormulationOptions(formulation=formulation)
     costs = costs if costs is not None else resolve_costs(graph, system)
-    backend = get_solver(solver)
+    backend = resolve_solver(solver)
     capacities = resolve_capacities(graph, system, options.capacities)
     check_lower_bounds(graph, system, capacities, options)
 
@@ -112,15 +123,14 @@ def plan_graph(
     rf = None
     # Relax-and-fix on separable costs only: with table costs its fixed MIP's objective
     # was seen to differ from the simulated time by ~1e-7 s (config binaries at tolerance).
-    if (warm_start and costs.separable() is not None
-            and callable(getattr(backend, "solve_matrix", None))):
-        from autotm_core.large.reductions import find_reductions
+    if warm_start and costs.separable() is not None and _relax_and_fix_pays(backend):
+        from autotm_core.ilp.reductions import find_reductions
 
         # its LP relaxation with the exact reductions applied: at 5,000 kernels about 22 s
         # instead of over 40
         reduced = find_reductions(index, graph, system, costs).apply(index.lp)
         rf = relax_and_fix(
-            index, relative_gap=relative_gap, lp=reduced,
+            index, solver=backend, relative_gap=relative_gap, lp=reduced,
             time_limit_seconds=None if time_limit_seconds is None else time_limit_seconds / 3)
     start: np.ndarray | None = None
     values: np.ndarray | None
@@ -128,7 +138,7 @@ def plan_graph(
         # proven within the gap by the LP relaxation's bound: no full MIP needed
         result, values, start = rf.result, rf.values, rf.values
     else:
-        if warm_start:
+        if warm_start and backend.capabilities.warm_start:
             start = _best_start(index, graph, system, start_plans,
                                 first=None if rf is None else rf.values)
         config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
@@ -144,13 +154,14 @@ def plan_graph(
             f"({result.termination.value}: {result.message})",
             hint="give it more time (--time-limit), a larger gap, or more fast memory",
         )
+    objective = index.objective_seconds(result.objective or 0.0)
+    bound = None if result.best_bound is None else index.objective_seconds(result.best_bound)
     plan = decode_plan(
         index, values, graph, system, planner=f"ilp/{options.formulation.value}",
         capacities={p.name: p.capacity_nbytes for p in system.pools},
         attributes={
-            "objective_seconds": index.objective_seconds(result.objective or 0.0),
-            "bound_seconds": None if result.best_bound is None
-            else index.objective_seconds(result.best_bound),
+            "objective_seconds": objective,
+            "bound_seconds": bound,
             "gap": None if result.gap is None or not math.isfinite(result.gap) else result.gap,
             "solver": result.solver_name,
             "termination": result.termination.value,
@@ -159,13 +170,22 @@ def plan_graph(
     )
     check_plan(plan, graph, system)
     simulation = simulate(plan, graph, system, costs)
-    _check_objective(index.objective_seconds(result.objective or 0.0),
-                     float(simulation.step_seconds), graph)
+    _check_objective(objective, float(simulation.step_seconds), graph)
     return PlanResult(plan=plan, solve=result, simulation=simulation,
                       n_variables=index.lp.n_vars, n_binaries=index.lp.n_binaries,
                       n_constraints=index.lp.n_rows, n_nonzeros=index.lp.n_nonzeros,
-                      build_seconds=result.build_seconds, warm_started=start is not None,
+                      build_seconds=result.build_seconds, objective_seconds=objective,
+                      bound_seconds=bound, warm_started=start is not None,
                       system=system)
+
+
+def _relax_and_fix_pays(backend: Solver) -> bool:
+    """Whether relax-and-fix runs before the full solve on ``backend``: when it takes
+    starting solutions. Unless the LP bound already proves relax-and-fix's solution within
+    the gap, that solution's value is the start it gives the full solve; a backend without
+    warm starts (GLPK) would spend two solves for nothing. On CBC it costs about what it
+    saves on small graphs (see docs/solvers.md)."""
+    return bool(backend.capabilities.warm_start)
 
 
 def _best_start(index: Any, graph: Graph, system: MemorySystem,

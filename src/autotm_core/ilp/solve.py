@@ -1,44 +1,72 @@
-"""Hand one model to a solver: as matrices to a backend that takes them, else through Pyomo.
+"""Hand the model to a solver backend: which backend, whether it can do the job, the solve.
 
-The formulation is written once, as a :class:`~autotm_core.ilp.lp.LinearProgram`.
-A backend with a ``solve_matrix(problem, config, start)`` method (HiGHS) gets its
-arrays directly, which costs a small fraction of building the Pyomo model; every
-other backend gets the Pyomo model :func:`~autotm_core.ilp.lp.to_pyomo` makes from
-the same arrays, through the :class:`~autotm_core.solvers.Solver` protocol.
+The formulation is written once, as a :class:`~autotm_core.ilp.lp.LinearProgram`;
+every backend gets its arrays (:func:`~autotm_core.ilp.lp.to_matrix_problem`)
+through the :class:`~autotm_core.solvers.Solver` protocol, and a planner that needs
+more than solving (row duals, warm starts) asks the backend's declared
+:class:`~autotm_core.solvers.SolverCapabilities` first.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import attrs
 import numpy as np
 
-from autotm_core.ilp.formulation import ModelIndex
-from autotm_core.ilp.lp import pyomo_values, set_pyomo_values, to_matrix_problem, to_pyomo
+from autotm_core.errors import UsageError
+from autotm_core.ilp.lp import to_matrix_problem
+from autotm_core.ilp.model_index import ModelIndex
+from autotm_core.solvers.base import Solver, SolverConfig, SolveResult
+
+CAPABILITY_WORDS = {
+    "mip": "integer variables",
+    "warm_start": "starting solutions",
+    "interrupt": "a best solution kept on Ctrl-C",
+    "duals": "row duals of continuous models",
+}
+"""What each field of :class:`~autotm_core.solvers.SolverCapabilities` means, for messages."""
 
 
-def solve_program(index: ModelIndex, backend: Any, config: Any, *, start: np.ndarray | None,
-                  name: str = "autotm") -> tuple[Any, np.ndarray | None]:
+def resolve_solver(solver: str | Solver) -> Solver:
+    """The backend ``solver`` names (a usable plugin, else :class:`PluginError`), or ``solver``
+    itself when it is a backend object (checked against the protocol)."""
+    from autotm_core.plugins import get_solver, is_solver
+
+    if isinstance(solver, str):
+        return get_solver(solver)
+    if not is_solver(solver):
+        raise UsageError(
+            f"{solver!r} is not a solver: it lacks the autotm_core.solvers.Solver protocol",
+            hint="give a solver's name (highs, cbc, glpk) or an object with name, description, "
+                 "capabilities, unavailable_reason() and solve(problem, config, start)",
+        )
+    return solver
+
+
+def require(backend: Solver, *needed: str, purpose: str, instead: str) -> None:
+    """Raise one :class:`UsageError` when ``backend`` lacks any capability in ``needed``.
+
+    ``needed`` are fields of :class:`~autotm_core.solvers.SolverCapabilities`;
+    ``purpose`` says what they are needed for and ``instead`` what to use instead.
+    """
+    missing = [name for name in needed if not getattr(backend.capabilities, name)]
+    if missing:
+        lacks = ", ".join(f"{CAPABILITY_WORDS[name]} (capability {name!r})" for name in missing)
+        raise UsageError(f"solver {backend.name!r} cannot {purpose}: it lacks {lacks}",
+                         hint=f"use {instead}")
+
+
+def solve_program(index: ModelIndex, backend: Solver, config: SolverConfig, *,
+                  start: np.ndarray | None,
+                  name: str = "autotm") -> tuple[SolveResult, np.ndarray | None]:
     """Solve ``index``'s model with ``backend``: the result and the values (``None`` if none).
 
-    ``start`` (one value per variable) is offered when ``config.warm_start``. The result's
-    ``build_seconds`` holds the time spent building the Pyomo model (0 on the matrix path);
-    its ``handoff_seconds`` includes making the arrays.
+    ``start`` (one value per variable) is offered when ``config.warm_start``. The
+    result's ``handoff_seconds`` includes making the arrays.
     """
-    matrix_solve = getattr(backend, "solve_matrix", None)
-    if callable(matrix_solve):
-        started = time.perf_counter()
-        problem = to_matrix_problem(index.lp, name=name)
-        arrays = time.perf_counter() - started
-        result, values = matrix_solve(problem, config, start)
-        return attrs.evolve(result, handoff_seconds=result.handoff_seconds + arrays), values
     started = time.perf_counter()
-    model = to_pyomo(index.lp)
-    if start is not None and config.warm_start:
-        set_pyomo_values(model, start)
-    built = time.perf_counter() - started
-    result = backend.solve(model, config)
-    values = pyomo_values(model, index.lp.n_vars) if result.has_solution else None
-    return attrs.evolve(result, build_seconds=built), values
+    problem = to_matrix_problem(index.lp, name=name)
+    arrays = time.perf_counter() - started
+    result, values = backend.solve(problem, config, start)
+    return attrs.evolve(result, handoff_seconds=result.handoff_seconds + arrays), values

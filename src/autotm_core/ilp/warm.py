@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from autotm_core.ilp.formulation import Edge, ModelIndex
 from autotm_core.ilp.gadgets import State
+from autotm_core.ilp.model_index import Edge, ModelIndex
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan

@@ -1,23 +1,31 @@
-"""The solver interface: one config, one result, one protocol for every backend.
+"""The solver interface: one problem form, one config, one result, one protocol for every backend.
 
-A formulation builds a Pyomo ``ConcreteModel`` (a pure function that imports
-no solver); a :class:`Solver` plugin solves it and loads the solution values
-back into the model's variables. Why a solver stopped
-(:class:`TerminationCondition`) is kept apart from what kind of solution exists
-(:class:`SolutionStatus`): a time limit may leave a feasible plan or none.
-Backends map their native statuses to these enums through a table with an
-``UNKNOWN`` fallback, and nothing here imports Pyomo or a native library.
+A formulation writes its model as a :class:`MatrixProblem` (arrays; a pure
+function that imports no solver); a :class:`Solver` plugin solves it and returns
+the result with one value per column. Each backend declares what it can do in
+its :class:`SolverCapabilities`, so callers ask instead of sniffing attributes.
+Pyomo models reach the same backends through :mod:`autotm_core.solvers.pyomo`.
+Why a solver stopped (:class:`TerminationCondition`) is kept apart from what
+kind of solution exists (:class:`SolutionStatus`): a time limit may leave a
+feasible plan or none. Backends map their native statuses to these enums
+through a table with an ``UNKNOWN`` fallback, and nothing here imports Pyomo or
+a native library.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import gc
 import math
 import types
-from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_SOLVER = "highs"
 """Name of the solver plugin used when none is asked for."""
@@ -93,8 +101,11 @@ class SolverConfig:
     options: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
     """Native options passed through to the backend unchanged (they override the above)."""
     warm_start: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
-    """Offer the values already set on the model's variables as a starting solution,
-    when the backend supports it."""
+    """Offer the starting values given to :meth:`Solver.solve` as a starting solution,
+    when the backend supports it (:attr:`SolverCapabilities.warm_start`)."""
+    duals: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """Return the row duals of a continuous model in :attr:`SolveResult.row_duals`,
+    when the backend gives them (:attr:`SolverCapabilities.duals`)."""
 
 
 def relative_gap(*, objective: float | None, best_bound: float | None) -> float | None:
@@ -141,7 +152,7 @@ def _optional_float(value: Any) -> float | None:
 
 @attrs.frozen(kw_only=True)
 class SolveResult:
-    """What a solve produced; the solution values themselves are in the model's variables."""
+    """What a solve produced; the solution values come with it (see :meth:`Solver.solve`)."""
 
     solver_name: str
     """Name of the solver plugin that ran (e.g. ``"highs"``)."""
@@ -151,17 +162,17 @@ class SolveResult:
         validator=attrs.validators.instance_of(TerminationCondition))
     """Why the solver stopped."""
     status: SolutionStatus = attrs.field(validator=attrs.validators.instance_of(SolutionStatus))
-    """What kind of solution was loaded into the model."""
+    """What kind of solution the solve left."""
     objective: float | None = attrs.field(default=None, converter=_optional_float)
-    """Objective value of the loaded solution, in the model's units; ``None`` without one."""
+    """Objective value of the solution, in the model's units; ``None`` without one."""
     best_bound: float | None = attrs.field(default=None, converter=_optional_float)
     """Best proven bound on the optimum (a lower bound when minimising); ``None`` if unknown."""
     gap: float | None = attrs.field(init=False)
     """Relative gap between ``objective`` and ``best_bound`` (see :func:`relative_gap`)."""
     build_seconds: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
-    """Seconds spent building the Pyomo model; filled by the caller, who built it."""
+    """Seconds spent building the model; filled by the caller, who built it."""
     handoff_seconds: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
-    """Seconds spent translating the model for the solver and loading the solution back."""
+    """Seconds spent translating the problem for the solver and reading the solution back."""
     solve_seconds: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
     """Seconds the solver itself ran."""
     n_variables: int = attrs.field(default=0, validator=attrs.validators.ge(0))
@@ -173,7 +184,9 @@ class SolveResult:
     log: str = ""
     """The solver's log text (empty when the backend keeps none)."""
     row_duals: Any = attrs.field(default=None, repr=False, eq=False)
-    """Dual value of each row of a continuous model, when asked for (``None`` otherwise)."""
+    """Dual value of each row of a continuous model (NumPy array), when asked for with
+    :attr:`SolverConfig.duals` and the backend gives them; ``None`` otherwise. Signs as
+    HiGHS's: ``cost - A^T row_duals`` are the reduced costs."""
     message: str = ""
     """The backend's own status words, for a human reading the result."""
 
@@ -183,7 +196,7 @@ class SolveResult:
 
     @property
     def has_solution(self) -> bool:
-        """Whether solution values were loaded into the model."""
+        """Whether the solve left solution values."""
         return self.status in (SolutionStatus.OPTIMAL, SolutionStatus.FEASIBLE)
 
     @property
@@ -192,16 +205,110 @@ class SolveResult:
         return self.build_seconds + self.handoff_seconds + self.solve_seconds
 
 
+@attrs.frozen(kw_only=True)
+class SolverCapabilities:
+    """What a backend can do, declared as its class attribute ``capabilities``."""
+
+    mip: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    """It handles integer columns (every plan needs this)."""
+    warm_start: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    """It takes a starting solution (the ``start`` of :meth:`Solver.solve`)."""
+    interrupt: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    """Ctrl-C stops it and keeps the best solution found so far."""
+    duals: bool = attrs.field(validator=attrs.validators.instance_of(bool))
+    """It gives the row duals of a continuous model (:attr:`SolverConfig.duals`)."""
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class MatrixProblem:
+    """``min/max cost @ x + offset`` subject to ``row_lower <= A @ x <= row_upper``, as arrays.
+
+    What every :class:`Solver` takes; ``A`` is in compressed sparse row form
+    (``start``, ``index``, ``value``; a column at most once per row, as HiGHS and GLPK
+    require) and infinite bounds are ``+-inf``.
+    """
+
+    cost: Any
+    """Objective coefficients (NumPy float array, one per column)."""
+    col_lower: Any
+    """Lower bound of each column."""
+    col_upper: Any
+    """Upper bound of each column."""
+    is_integer: Any
+    """Boolean array: whether each column is integer."""
+    start: Any
+    """Row starts of ``A`` in compressed sparse row form (``n_rows + 1`` entries)."""
+    index: Any
+    """Column of each nonzero."""
+    value: Any
+    """Coefficient of each nonzero."""
+    row_lower: Any
+    """Lower bound of each row."""
+    row_upper: Any
+    """Upper bound of each row."""
+    offset: float = 0.0
+    """Constant term of the objective."""
+    maximize: bool = False
+    """Whether the objective is maximised."""
+    name: str = "model"
+    """Name used in messages."""
+
+    @property
+    def n_columns(self) -> int:
+        """Columns (variables)."""
+        return len(self.cost)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows (constraints)."""
+        return len(self.row_lower)
+
+    @property
+    def n_nonzeros(self) -> int:
+        """Nonzero coefficients of ``A``."""
+        return int(self.start[-1]) if len(self.start) else 0
+
+    @property
+    def n_binaries(self) -> int:
+        """Integer columns bounded to [0, 1]."""
+        binary = self.is_integer & (self.col_lower >= 0) & (self.col_upper <= 1)
+        return int(binary.sum())
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector in the block (as Pyomo's ``PauseGC`` does).
+
+    Building a model allocates hundreds of thousands of small containers that live on
+    (lists, tuples, Pyomo components), and each allocation burst triggers a collection
+    that walks them all again; they form no cycles, so the collections find nothing.
+    At 5,000 kernels they took about half of ``build_program`` and four fifths of
+    ``to_pyomo``. Nested blocks keep the outermost block's state.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 @runtime_checkable
 class Solver(Protocol):
     """An ILP backend, found through the ``autotm_core.solvers`` entry-point group."""
 
-    name: str
-    """Short name, the entry point's (e.g. ``"highs"``)."""
-    description: str
-    """One line for ``python -m autotm_core plugins``."""
-    mip_capable: bool
-    """Whether it handles integer variables (every plan needs this)."""
+    @property
+    def name(self) -> str:
+        """Short name, the entry point's (e.g. ``"highs"``)."""
+
+    @property
+    def description(self) -> str:
+        """One line for ``python -m autotm_core plugins``."""
+
+    @property
+    def capabilities(self) -> SolverCapabilities:
+        """What it can do (a class attribute of the backend)."""
 
     def unavailable_reason(self) -> str | None:
         """Why it cannot run here, naming what to install; ``None`` when it can.
@@ -209,13 +316,14 @@ class Solver(Protocol):
         Cheap: it looks for modules and programs without importing or running them.
         """
 
-    def solve(self, model: Any, config: SolverConfig | None = None) -> SolveResult:
-        """Solve the Pyomo ``model`` under ``config`` (defaults when ``None``).
+    def solve(self, problem: MatrixProblem, config: SolverConfig | None = None,
+              start: np.ndarray | None = None) -> tuple[SolveResult, np.ndarray | None]:
+        """Solve ``problem`` under ``config`` (defaults when ``None``).
 
-        Loads the solution values into the model's variables when a solution
-        exists, and uses values already set on them as a starting solution
-        when ``config.warm_start`` and the backend supports it. Returns a result
-        for every outcome the solver reports (optimal, time limit, infeasible,
-        interrupted, ...); raises :class:`~autotm_core.errors.SolverError` only
-        when it cannot run at all or the model is out of its reach.
+        Returns the result and the solution's value of every column (``None`` without
+        a solution). ``start`` (one value per column, NaN where unknown) is offered as
+        a starting solution when ``config.warm_start`` and the backend takes one.
+        Returns a result for every outcome the solver reports (optimal, time limit,
+        infeasible, interrupted, ...); raises :class:`~autotm_core.errors.SolverError`
+        only when it cannot run at all or the problem is out of its reach.
         """

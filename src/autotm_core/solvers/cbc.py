@@ -1,4 +1,7 @@
-"""CBC as a program run through Pyomo's shell interface.
+"""CBC as a program run through Pyomo's shell interface, on a Pyomo model of the problem.
+
+The problem becomes a Pyomo model (:func:`~autotm_core.solvers.pyomo.to_pyomo`),
+which Pyomo writes for the ``cbc`` program and reads the solution of.
 
 The binary comes from a Python package first (PuLP's wheel ships CBC 2.10;
 cbcbox's is also found), then from ``PATH`` (e.g. Debian's coinor-cbc). On a
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 import os
 import platform
 import shutil
@@ -19,19 +23,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
-from autotm_core.errors import SolverError
+from autotm_core.errors import SolveInterruptedError, SolverError
 from autotm_core.solvers.base import (
+    MatrixProblem,
     SolutionStatus,
+    SolverCapabilities,
     SolverConfig,
     SolveResult,
     TerminationCondition,
     settle_status,
 )
-from autotm_core.solvers.matrix import count_model
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +94,9 @@ class CbcSolver:
     """Entry-point name."""
     description: str = "COIN-OR CBC (program from PuLP's wheel or PATH; warm start)"
     """One line for ``plugins``."""
-    mip_capable: bool = True
-    """CBC solves mixed-integer programs."""
+    capabilities: ClassVar[SolverCapabilities] = SolverCapabilities(
+        mip=True, warm_start=True, interrupt=False, duals=False)
+    """Mixed-integer programs and warm starts; Ctrl-C loses its solution, no duals."""
 
     def unavailable_reason(self) -> str | None:
         """Why CBC cannot run here, or ``None``."""
@@ -99,17 +105,22 @@ class CbcSolver:
                     "or put a 'cbc' program on PATH")
         return None
 
-    def solve(self, model: Any, config: SolverConfig | None = None) -> SolveResult:
-        """Solve ``model`` with CBC (see :meth:`autotm_core.solvers.Solver.solve`)."""
+    def solve(self, problem: MatrixProblem, config: SolverConfig | None = None,
+              start: Any = None) -> tuple[SolveResult, Any]:
+        """Solve ``problem`` with CBC (see :meth:`autotm_core.solvers.Solver.solve`)."""
+        import numpy as np
         from pyomo.common.errors import ApplicationError
         from pyomo.opt import SolverFactory
+
+        from autotm_core.solvers.pyomo import to_pyomo
 
         config = SolverConfig() if config is None else config
         executable = find_cbc()
         if executable is None:
             raise SolverError("CBC cannot run here", hint=self.unavailable_reason())
         started = time.perf_counter()
-        n_variables, n_binaries, n_constraints = count_model(model)
+        model = to_pyomo(problem)
+        warm = config.warm_start and start is not None and _set_start(model, start)
         opt = SolverFactory("cbc", executable=str(executable))
         opt.options["ratioGap"] = float(config.relative_gap)
         guard = None
@@ -119,7 +130,6 @@ class CbcSolver:
         if config.threads is not None:
             opt.options["threads"] = config.threads
         opt.options.update(config.options)
-        warm = config.warm_start and _has_values(model)
         log_fd, log_path = tempfile.mkstemp(prefix="autotm-cbc-", suffix=".log")
         os.close(log_fd)
         solve_started = time.perf_counter()
@@ -129,12 +139,12 @@ class CbcSolver:
                                     warmstart=warm, timelimit=guard, logfile=log_path)
             except ApplicationError as exc:
                 if guard is None or time.perf_counter() - solve_started < guard:
-                    raise SolverError(f"CBC failed on model {model.name!r}: {exc}",
+                    raise SolverError(f"CBC failed on model {problem.name!r}: {exc}",
                                       hint="run with log_to_terminal=True to see CBC's log",
                                       ) from exc
                 results = None
             except KeyboardInterrupt as exc:
-                raise SolverError(
+                raise SolveInterruptedError(
                     "CBC was interrupted (Ctrl-C); its best solution is not recoverable",
                     hint="use the highs solver, which keeps its best plan on Ctrl-C",
                 ) from exc
@@ -143,16 +153,28 @@ class CbcSolver:
         finally:
             os.unlink(log_path)
         result = _result(model, results, log_text=log_text, version=_version(opt))
-        return attrs.evolve(
-            result, n_variables=n_variables, n_binaries=n_binaries, n_constraints=n_constraints,
+        values = None
+        if result.has_solution:
+            values = np.array([math.nan if v.value is None else float(v.value)
+                               for v in model.x.values()])
+            values = np.where(np.isnan(values), np.clip(0.0, problem.col_lower,
+                                                        problem.col_upper), values)
+        result = attrs.evolve(
+            result, n_variables=problem.n_columns, n_binaries=problem.n_binaries,
+            n_constraints=problem.n_rows,
             handoff_seconds=time.perf_counter() - started - (solved - solve_started),
             solve_seconds=solved - solve_started)
+        return result, values
 
 
-def _has_values(model: Any) -> bool:
-    from pyomo.core import Var
-
-    return any(v.value is not None for v in model.component_data_objects(Var, active=True))
+def _set_start(model: Any, start: Any) -> bool:
+    """Set ``model.x`` to the known values of ``start`` (NaN: unknown); whether any was."""
+    known = False
+    for var, value in zip(model.x.values(), start, strict=True):
+        if value == value:  # not NaN
+            var.set_value(float(value), skip_validation=True)
+            known = True
+    return known
 
 
 def _version(opt: Any) -> str:

@@ -1,5 +1,7 @@
 """GLPK through swiglpk's library, in process: no ``glpsol`` program needed.
 
+The problem's arrays are loaded into GLPK directly (no Pyomo model).
+
 GLPK is weak on plan models (no feasible plan at 1,000 kernels in two
 minutes), so it refuses models with more than ``max_binaries`` binaries
 rather than return a bad plan or none; use ``highs`` for those. It takes no
@@ -15,18 +17,19 @@ import math
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
-from autotm_core.errors import SolverError
+from autotm_core.errors import SolveInterruptedError, SolverError
 from autotm_core.solvers.base import (
+    MatrixProblem,
+    SolverCapabilities,
     SolverConfig,
     SolveResult,
     TerminationCondition,
     settle_status,
 )
-from autotm_core.solvers.matrix import MatrixForm, count_model, to_matrix
 
 log = logging.getLogger(__name__)
 
@@ -48,27 +51,36 @@ _TERMINATION_BY_RETURN_CODE = {
 _BOUND_IN_LOG = re.compile(r"mip\s*=\s*\S+\s*[<>]=\s*([-+0-9.eE]+|tree is empty)")
 
 
-def _load(glpk: Any, form: MatrixForm) -> Any:
+def _load(glpk: Any, problem: MatrixProblem) -> Any:
+    """A GLPK problem object holding ``problem``."""
+    import numpy as np
+
     lp = glpk.glp_create_prob()
-    glpk.glp_set_obj_dir(lp, glpk.GLP_MAX if form.maximize else glpk.GLP_MIN)
-    glpk.glp_set_obj_coef(lp, 0, form.offset)
-    n_rows, n_cols = form.matrix.shape
+    glpk.glp_set_obj_dir(lp, glpk.GLP_MAX if problem.maximize else glpk.GLP_MIN)
+    glpk.glp_set_obj_coef(lp, 0, float(problem.offset))
+    n_rows, n_cols = problem.n_rows, problem.n_columns
     if n_rows:
         glpk.glp_add_rows(lp, n_rows)
     if n_cols:
         glpk.glp_add_cols(lp, n_cols)
-    for i, (lower, upper) in enumerate(zip(form.row_lower, form.row_upper, strict=True), 1):
+    for i, (lower, upper) in enumerate(zip(np.asarray(problem.row_lower).tolist(),
+                                           np.asarray(problem.row_upper).tolist(),
+                                           strict=True), 1):
         glpk.glp_set_row_bnds(lp, i, *_bounds(glpk, lower, upper))
-    for j in range(n_cols):
-        glpk.glp_set_col_bnds(lp, j + 1, *_bounds(glpk, form.col_lower[j], form.col_upper[j]))
-        glpk.glp_set_obj_coef(lp, j + 1, float(form.cost[j]))
-        if form.is_integer[j]:
-            glpk.glp_set_col_kind(lp, j + 1, glpk.GLP_IV)
-    coo = form.matrix.tocoo()
-    nnz = coo.nnz
+    columns = zip(np.asarray(problem.col_lower).tolist(), np.asarray(problem.col_upper).tolist(),
+                  np.asarray(problem.cost).tolist(), np.asarray(problem.is_integer).tolist(),
+                  strict=True)
+    for j, (lower, upper, cost, integer) in enumerate(columns, 1):
+        glpk.glp_set_col_bnds(lp, j, *_bounds(glpk, lower, upper))
+        glpk.glp_set_obj_coef(lp, j, float(cost))
+        if integer:
+            glpk.glp_set_col_kind(lp, j, glpk.GLP_IV)
+    nnz = problem.n_nonzeros
+    row_of = np.repeat(np.arange(1, n_rows + 1), np.diff(problem.start)).tolist()
     rows, cols, vals = glpk.intArray(nnz + 1), glpk.intArray(nnz + 1), glpk.doubleArray(nnz + 1)
-    for k, (i, j, v) in enumerate(zip(coo.row, coo.col, coo.data, strict=True), 1):
-        rows[k], cols[k], vals[k] = int(i) + 1, int(j) + 1, float(v)
+    for k, (i, j, v) in enumerate(zip(row_of, np.asarray(problem.index).tolist(),
+                                      np.asarray(problem.value).tolist(), strict=True), 1):
+        rows[k], cols[k], vals[k] = i, j + 1, v
     glpk.glp_load_matrix(lp, nnz, rows, cols, vals)
     return lp
 
@@ -94,8 +106,9 @@ class GlpkSolver:
     """Entry-point name."""
     description: str = f"GLPK via swiglpk (models up to {DEFAULT_MAX_BINARIES} binaries)"
     """One line for ``plugins``."""
-    mip_capable: bool = True
-    """GLPK solves mixed-integer programs (slowly)."""
+    capabilities: ClassVar[SolverCapabilities] = SolverCapabilities(
+        mip=True, warm_start=False, interrupt=False, duals=False)
+    """Mixed-integer programs (slowly); no warm start, Ctrl-C only when it returns, no duals."""
     max_binaries: int = attrs.field(default=DEFAULT_MAX_BINARIES, validator=attrs.validators.ge(0))
     """Models with more binaries are refused with a :class:`SolverError`."""
 
@@ -105,24 +118,24 @@ class GlpkSolver:
             return "the Python package 'swiglpk' is not installed: pip install 'autotm-core[glpk]'"
         return None
 
-    def solve(self, model: Any, config: SolverConfig | None = None) -> SolveResult:
-        """Solve ``model`` with GLPK (see :meth:`autotm_core.solvers.Solver.solve`)."""
+    def solve(self, problem: MatrixProblem, config: SolverConfig | None = None,
+              start: Any = None) -> tuple[SolveResult, Any]:
+        """Solve ``problem`` with GLPK (see :meth:`autotm_core.solvers.Solver.solve`)."""
         import swiglpk as glpk
         from pyomo.common.tee import TeeStream, capture_output
 
         config = SolverConfig() if config is None else config
-        n_binaries = count_model(model)[1]
+        n_binaries = problem.n_binaries
         if n_binaries > self.max_binaries:
             raise SolverError(
-                f"model {model.name!r} has {n_binaries} binaries, more than GLPK's limit of "
+                f"model {problem.name!r} has {n_binaries} binaries, more than GLPK's limit of "
                 f"{self.max_binaries}: GLPK finds no usable plan for models this size",
                 hint="use --solver highs (the default), or cbc",
             )
-        if config.warm_start:
+        if config.warm_start and start is not None:
             log.debug("GLPK takes no warm start; solving from scratch")
         started = time.perf_counter()
-        form = to_matrix(model)
-        lp = _load(glpk, form)
+        lp = _load(glpk, problem)
         try:
             parameters = glpk.glp_iocp()
             glpk.glp_init_iocp(parameters)
@@ -146,15 +159,18 @@ class GlpkSolver:
                 except KeyboardInterrupt:
                     interrupted, code = True, glpk.GLP_ESTOP
             solved = time.perf_counter()
-            result = self._result(glpk, lp, form, code=code, interrupted=interrupted,
-                                  log_text=log_stream.getvalue())
+            result, values = self._result(glpk, lp, problem, code=code, interrupted=interrupted,
+                                          log_text=log_stream.getvalue())
         finally:
             glpk.glp_delete_prob(lp)
         return attrs.evolve(result, handoff_seconds=(handed_off - started)
-                            + (time.perf_counter() - solved), solve_seconds=solved - handed_off)
+                            + (time.perf_counter() - solved),
+                            solve_seconds=solved - handed_off), values
 
-    def _result(self, glpk: Any, lp: Any, form: MatrixForm, *, code: int, interrupted: bool,
-                log_text: str) -> SolveResult:
+    def _result(self, glpk: Any, lp: Any, problem: MatrixProblem, *, code: int,
+                interrupted: bool, log_text: str) -> tuple[SolveResult, Any]:
+        import numpy as np
+
         names = {getattr(glpk, name): name for name in _TERMINATION_BY_RETURN_CODE}
         mip_status = glpk.glp_mip_status(lp)
         if code == 0:
@@ -165,11 +181,13 @@ class GlpkSolver:
                                                           TerminationCondition.UNKNOWN)
         has_solution = mip_status in (glpk.GLP_OPT, glpk.GLP_FEAS)
         if interrupted and not has_solution:
-            raise SolverError("GLPK was interrupted (Ctrl-C) before it found any feasible solution",
-                              hint="use highs, or set a time limit")
-        objective = best_bound = None
+            raise SolveInterruptedError(
+                "GLPK was interrupted (Ctrl-C) before it found any feasible solution",
+                hint="use highs, or set a time limit")
+        objective = best_bound = values = None
         if has_solution:
-            form.load([glpk.glp_mip_col_val(lp, j + 1) for j in range(len(form.columns))])
+            values = np.array([glpk.glp_mip_col_val(lp, j + 1)
+                               for j in range(problem.n_columns)], dtype=np.float64)
             objective = glpk.glp_mip_obj_val(lp)
             best_bound = objective if mip_status == glpk.GLP_OPT else _bound_from_log(log_text)
         termination, status = settle_status(termination, has_solution=has_solution,
@@ -177,10 +195,10 @@ class GlpkSolver:
         return SolveResult(
             solver_name=self.name, solver_version=glpk.glp_version(), termination=termination,
             status=status, objective=objective, best_bound=best_bound,
-            n_variables=len(form.columns), n_binaries=form.n_binaries,
-            n_constraints=form.matrix.shape[0], log=log_text,
+            n_variables=problem.n_columns, n_binaries=problem.n_binaries,
+            n_constraints=problem.n_rows, log=log_text,
             message=names.get(code, f"glp_intopt returned {code}, status {mip_status}"),
-        )
+        ), values
 
 
 def _bound_from_log(log_text: str) -> float | None:

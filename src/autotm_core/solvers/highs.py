@@ -1,11 +1,11 @@
 """HiGHS through highspy directly: the default solver.
 
-The model goes to HiGHS as matrices (:mod:`autotm_core.solvers.matrix`), not
+The problem goes to HiGHS as the arrays of its :class:`MatrixProblem`, not
 through Pyomo's solver interfaces: on a 5,000-binary model the hand-off took
-0.3 s this way against 2-3 s through Pyomo's appsi and contrib interfaces, and
-those ignore Ctrl-C until HiGHS returns. HiGHS runs in highspy's worker thread
-while this thread waits, so Ctrl-C cancels it and the best solution so far is
-kept.
+0.3 s this way (from a Pyomo model, :func:`~autotm_core.solvers.pyomo.from_pyomo`
+included) against 2-3 s through Pyomo's appsi and contrib interfaces, and those
+ignore Ctrl-C until HiGHS returns. HiGHS runs in highspy's worker thread while
+this thread waits, so Ctrl-C cancels it and the best solution so far is kept.
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ import math
 import os
 import tempfile
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 from autotm_core.errors import SolveInterruptedError, SolverError
 from autotm_core.solvers.base import (
+    MatrixProblem,
+    SolverCapabilities,
     SolverConfig,
     SolveResult,
     TerminationCondition,
     settle_status,
 )
-from autotm_core.solvers.matrix import MatrixForm, to_matrix
 
 log = logging.getLogger(__name__)
 
@@ -54,64 +55,6 @@ _TERMINATION_BY_MODEL_STATUS = {
 
 _FEASIBLE_SOLUTION = 2
 """HiGHS's ``kSolutionStatusFeasible``."""
-
-
-@attrs.frozen(kw_only=True)
-class MatrixProblem:
-    """``min/max cost @ x + offset`` subject to ``row_lower <= A @ x <= row_upper``, as arrays.
-
-    What :func:`solve_matrix` hands to HiGHS; infinite bounds may be ``+-inf``.
-    """
-
-    cost: Any
-    """Objective coefficients (NumPy float array, one per column)."""
-    col_lower: Any
-    """Lower bound of each column."""
-    col_upper: Any
-    """Upper bound of each column."""
-    is_integer: Any
-    """Boolean array: whether each column is integer."""
-    start: Any
-    """Row starts of ``A`` in compressed sparse row form (``n_rows + 1`` entries)."""
-    index: Any
-    """Column of each nonzero."""
-    value: Any
-    """Coefficient of each nonzero."""
-    row_lower: Any
-    """Lower bound of each row."""
-    row_upper: Any
-    """Upper bound of each row."""
-    offset: float = 0.0
-    """Constant term of the objective."""
-    maximize: bool = False
-    """Whether the objective is maximised."""
-    name: str = "model"
-    """Name used in messages."""
-
-    @property
-    def n_columns(self) -> int:
-        """Columns (variables)."""
-        return len(self.cost)
-
-    @property
-    def n_rows(self) -> int:
-        """Rows (constraints)."""
-        return len(self.row_lower)
-
-    @property
-    def n_binaries(self) -> int:
-        """Integer columns bounded to [0, 1]."""
-        binary = self.is_integer & (self.col_lower >= 0) & (self.col_upper <= 1)
-        return int(binary.sum())
-
-
-def _problem_from_form(form: MatrixForm, name: str) -> MatrixProblem:
-    return MatrixProblem(
-        cost=form.cost, col_lower=form.col_lower, col_upper=form.col_upper,
-        is_integer=form.is_integer, start=form.matrix.indptr, index=form.matrix.indices,
-        value=form.matrix.data, row_lower=form.row_lower, row_upper=form.row_upper,
-        offset=form.offset, maximize=form.maximize, name=name,
-    )
 
 
 def _highs_lp(problem: MatrixProblem) -> Any:
@@ -180,8 +123,9 @@ class HighsSolver:
     """Entry-point name."""
     description: str = "HiGHS MILP solver via highspy (default; warm start, Ctrl-C keeps best plan)"
     """One line for ``plugins``."""
-    mip_capable: bool = True
-    """HiGHS solves mixed-integer programs."""
+    capabilities: ClassVar[SolverCapabilities] = SolverCapabilities(
+        mip=True, warm_start=True, interrupt=True, duals=True)
+    """Mixed-integer programs, partial starts, Ctrl-C keeps the best solution, row duals."""
 
     def unavailable_reason(self) -> str | None:
         """Why HiGHS cannot run here, or ``None``."""
@@ -190,38 +134,18 @@ class HighsSolver:
                 return f"the Python package {package!r} is not installed: pip install {package}"
         return None
 
-    def solve(self, model: Any, config: SolverConfig | None = None) -> SolveResult:
-        """Solve ``model`` with HiGHS (see :meth:`autotm_core.solvers.Solver.solve`)."""
-        config = SolverConfig() if config is None else config
-        started = time.perf_counter()
-        form = to_matrix(model)
-        start = form.start_values() if config.warm_start else None
-        compiled = time.perf_counter() - started
-        result, values = solve_matrix(_problem_from_form(form, model.name), config=config,
-                                      start=start)
-        loading = time.perf_counter()
-        if values is not None:
-            form.load(values)
-        loaded = time.perf_counter() - loading
-        return attrs.evolve(result, handoff_seconds=result.handoff_seconds + compiled + loaded)
+    def solve(self, problem: MatrixProblem, config: SolverConfig | None = None,
+              start: Any = None) -> tuple[SolveResult, Any]:
+        """Solve ``problem`` with HiGHS (see :meth:`autotm_core.solvers.Solver.solve`).
 
-    def solve_matrix(self, problem: MatrixProblem, config: SolverConfig | None = None,
-                     start: Any = None) -> tuple[SolveResult, Any]:
-        """Solve ``problem`` given as arrays; see :func:`solve_matrix`."""
-        return solve_matrix(problem, config=SolverConfig() if config is None else config,
-                            start=start)
+        ``start`` may be partial (NaN where unknown): HiGHS completes it. With
+        ``config.duals``, a continuous problem's row duals come back in the result's
+        ``row_duals``.
+        """
+        return _solve(problem, SolverConfig() if config is None else config, start)
 
 
-def solve_matrix(problem: MatrixProblem, *, config: SolverConfig,
-                 start: Any = None, duals: bool = False) -> tuple[SolveResult, Any]:
-    """Solve ``problem`` with HiGHS; the result and the solution values (``None`` without one).
-
-    ``start`` (values per column, NaN where unknown) is offered as a starting solution
-    when ``config.warm_start``. Time limit, gap, threads, native options and Ctrl-C
-    behave as for :meth:`HighsSolver.solve`. With ``duals``, a continuous model's row
-    duals come back in the result's ``row_duals`` (HiGHS's signs: ``c - A^T y`` are the
-    reduced costs).
-    """
+def _solve(problem: MatrixProblem, config: SolverConfig, start: Any) -> tuple[SolveResult, Any]:
     import highspy
     import numpy as np
 
@@ -257,7 +181,7 @@ def solve_matrix(problem: MatrixProblem, *, config: SolverConfig,
     finally:
         os.unlink(log_path)
     result, values = _result(highs, problem, interrupted=interrupted, log_text=log_text)
-    if duals and values is not None and not problem.is_integer.any():
+    if config.duals and values is not None and not problem.is_integer.any():
         result = attrs.evolve(result, row_duals=np.asarray(highs.getSolution().row_dual,
                                                            dtype=np.float64))
     loaded = time.perf_counter()

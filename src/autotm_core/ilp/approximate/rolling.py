@@ -2,15 +2,15 @@
 
 Stretches of ``core`` kernels are planned in program order. Planning a stretch
 solves a slice of the one formulation by relax-and-fix
-(:func:`~autotm_core.ilp.incumbent.relax_and_fix_matrix`):
+(:func:`~autotm_core.ilp.incumbent.relax_and_fix_matrix`) on the solver given:
 
 - what earlier stretches decided is held (the columns anchored before it,
-  :mod:`autotm_core.large.layout`);
+  :mod:`autotm_core.ilp.approximate.layout`);
 - the stretch's own decisions are binary; those of the next ``margin`` kernels
   are relaxed (continuous), so the stretch sees what comes soon after it (and
   the time of any later kernel an asynchronous move of the slice overlaps);
 - further on, every slot not planned yet is held in its least-occupancy state
-  (:attr:`~autotm_core.large.layout.ModelLayout.least`) and every capacity row is
+  (:attr:`~autotm_core.ilp.approximate.layout.ModelLayout.least`) and every capacity row is
   kept: nothing decided now can leave a later stretch without room. A far
   transition of a slot decided now is left to the stretch that reaches it (its
   edges count nothing in the slice; at that boundary a copy out of the slowest
@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
-from autotm_core.large.layout import (
+from autotm_core.ilp.approximate.layout import (
     EDGE,
     OCCUPANCY,
     SLOT,
@@ -42,9 +41,8 @@ from autotm_core.large.layout import (
     ModelLayout,
     restricted_problem,
 )
-
-if TYPE_CHECKING:
-    from autotm_core.solvers.highs import MatrixProblem
+from autotm_core.ilp.incumbent import relax_and_fix_matrix
+from autotm_core.solvers.base import MatrixProblem, Solver, SolverConfig
 
 logger = logging.getLogger(__name__)
 
@@ -58,25 +56,23 @@ class RollingPlan:
     row_duals: np.ndarray
     """Per row, its dual in the LP relaxation of the slice whose stretch it is anchored in
     (NaN where that slice was solved whole or never solved): prices for
-    :func:`~autotm_core.large.lagrangian.lagrangian_bound` to start from."""
+    :func:`~autotm_core.ilp.approximate.lagrangian.lagrangian_bound` to start from."""
     planned_kernels: int
     """Kernels planned by slices; the rest (when the deadline came first) have every slot
     in its least-occupancy state. Kernel-time and occupancy values are then not set."""
 
 
-def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: int,
-                 margin_kernels: int, relative_gap: float,
+def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
+                 core_kernels: int, margin_kernels: int, relative_gap: float,
                  deadline: float | None = None) -> RollingPlan | None:
-    """A feasible solution of ``problem`` (see the module docstring), or ``None``.
+    """A feasible solution of ``problem`` (see the module docstring) by ``solver``, or ``None``.
 
     ``None`` when a slice has no solution. When ``deadline`` (a :func:`time.perf_counter`
     value) passes first, the kernels not planned yet keep every slot in its
     least-occupancy state (:func:`_complete`; ``None`` if that cannot be joined up).
+    The slices' row duals (:attr:`RollingPlan.row_duals`) come from a backend that
+    gives them (:attr:`~autotm_core.solvers.SolverCapabilities.duals`); NaN otherwise.
     """
-    from autotm_core.ilp.incumbent import relax_and_fix_matrix
-    from autotm_core.solvers import SolverConfig
-    from autotm_core.solvers.highs import solve_matrix
-
     n = layout.n_kernels
     cost = np.asarray(problem.cost, dtype=np.float64)
     binary = np.asarray(problem.is_integer, dtype=bool)
@@ -110,9 +106,9 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
         sub, cols = restricted_problem(layout, problem, rows=rows, free=free, values=values,
                                        cost=cost, integer=integer, name=f"stretch {s}-{e}")
         sub = _with_far_capacity(sub, layout, problem, m=m, cols=cols, free=free, values=values)
-        found = relax_and_fix_matrix(sub, time_limit_seconds=_left(deadline),
-                                     relative_gap=relative_gap,
-                                     threads=1, duals=True)
+        found = relax_and_fix_matrix(sub, solver=solver, time_limit_seconds=_left(deadline),
+                                     relative_gap=relative_gap, threads=1,
+                                     duals=solver.capabilities.duals)
         if found is not None:
             values[cols] = found.values[:cols.size]
             if found.row_duals is not None:
@@ -126,7 +122,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, core_kernels: i
             return _complete(layout, values, duals, s)
         config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap, threads=1,
                               warm_start=False)
-        _, solved = solve_matrix(sub, config=config)
+        _, solved = solver.solve(sub, config)
         if solved is None:
             logger.info("rolling: stretch %d-%d has no solution", s, e)
             return None
@@ -190,8 +186,6 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
     carries it to the next breakpoint.
     """
     import scipy.sparse as sp
-
-    from autotm_core.large.layout import OCCUPANCY
 
     lower = np.asarray(problem.col_lower, dtype=np.float64)
     upper = np.asarray(problem.col_upper, dtype=np.float64)

@@ -34,12 +34,15 @@ import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
-from autotm_core.ilp.formulation import ModelIndex
 from autotm_core.ilp.infeasible import forced_fast_nbytes
 from autotm_core.ilp.lp import LinearProgram
+from autotm_core.ilp.model_index import ModelIndex
 from autotm_core.ilp.options import Formulation
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
+
+Fixings = tuple[list[int], list[float], int]
+"""What one reduction fixes: columns, their values, and how many things it removed."""
 
 
 def _int_array(value: object) -> np.ndarray:
@@ -86,6 +89,13 @@ class Reductions:
         for column, value in zip(self.columns.tolist(), self.values.tolist(), strict=True):
             lb[column] = ub[column] = value
         return attrs.evolve(lp, var_lb=lb, var_ub=ub)
+
+    @classmethod
+    def none(cls, lp: LinearProgram) -> Reductions:
+        """No fixings, for the model ``lp``."""
+        empty = np.zeros(0)
+        return cls(columns=empty, values=empty, always_fast_tensors=0, never_fast_slots=0,
+                   unprofitable_fetches=0, binary=empty, n_binaries=lp.n_binaries)
 
     def summary(self) -> dict[str, int]:
         """What each reduction removed, as plain numbers (for reports and benchmarks)."""
@@ -158,77 +168,116 @@ def _gain_per_use(costs: KernelCosts, graph: Graph, scale: float) -> dict[tuple[
 def find_reductions(index: ModelIndex, graph: Graph, system: MemorySystem,
                     costs: KernelCosts) -> Reductions:
     """The exact fixings of ``index``'s model (see the module docstring)."""
-    lp, states = index.lp, index.states
+    fast_cols, fast_values, fast, kept_fast = always_fast(index, graph, costs)
+    never_cols, never_values, never = never_fast(index, graph, system, skip=kept_fast)
+    fetch_cols, fetch_values, fetches = unprofitable_fetches(
+        index, graph, system, costs, fixed=set(fast_cols) | set(never_cols))
+    binary = np.asarray(index.lp.var_binary, dtype=bool)
+    cols = np.asarray(fast_cols + never_cols + fetch_cols, dtype=np.int64)
+    return Reductions(columns=cols, values=fast_values + never_values + fetch_values,
+                      always_fast_tensors=fast, never_fast_slots=never,
+                      unprofitable_fetches=fetches, binary=binary[cols],
+                      n_binaries=int(binary.sum()))
+
+
+def _fast_only(index: ModelIndex) -> int:
+    """The state ``(fastest, no copy)``."""
+    return index.states.index(next(s for s in index.states if s.pools == frozenset({0})))
+
+
+def always_fast(index: ModelIndex, graph: Graph,
+                costs: KernelCosts) -> tuple[list[int], list[float], int, set[int]]:
+    """Tensors kept in the fastest pool for their whole life (see the module docstring).
+
+    Returns the fixings, the number of tensors, and their positions in ``index.tensors``.
+    """
     columns: list[int] = []
     values: list[float] = []
-    counts = {"fast": 0, "never": 0, "fetch": 0}
+    kept: set[int] = set()
     cap = index.capacities[0]
-    fast_only = states.index(next(s for s in states if s.pools == frozenset({0})))
-    slow_only = len(states) - 1
-    if cap is not None and 0 in index.occupancy_vars:
-        unit = index.nbytes_per_unit
-        limit = cap // unit
-        limit[1:] = np.minimum(limit[1:], cap[:-1] // unit)
-        over = _held_units(graph, unit) > limit
-        prefix = np.concatenate([[0], np.cumsum(over)])
-        fast_ok = _fast_never_slower(costs, graph)
-        forced = forced_fast_nbytes(graph, system, index.options)
-        headroom = _RangeMin(cap - forced)
-        live = graph.liveness
-        for t, ts in enumerate(index.tensors):
-            tensor = ts.tensor
-            first, last = ts.slots[0].first, ts.slots[-1].last
-            slot_vars, edges = index.slot_vars[t], index.edges[t]
-            if all(len(xs) == 1 for xs in slot_vars):
+    if cap is None or 0 not in index.occupancy_vars:
+        return columns, values, 0, kept
+    unit = index.nbytes_per_unit
+    limit = cap // unit
+    limit[1:] = np.minimum(limit[1:], cap[:-1] // unit)
+    prefix = np.concatenate([[0], np.cumsum(_held_units(graph, unit) > limit)])
+    fast_ok = _fast_never_slower(costs, graph)
+    fast_only = _fast_only(index)
+    for t, ts in enumerate(index.tensors):
+        slot_vars, edges = index.slot_vars[t], index.edges[t]
+        if (all(len(xs) == 1 for xs in slot_vars)
+                or prefix[ts.slots[-1].last + 1] != prefix[ts.slots[0].first]
+                or not fast_ok[ts.tensor] or not all(fast_only in xs for xs in slot_vars)):
+            continue
+        stays = [next((e for e in tr if e.before == fast_only and e.after == fast_only
+                       and e.async_kernel is None), None) for tr in edges]
+        if any(e is None for e in stays):
+            continue
+        kept.add(t)
+        for xs in slot_vars:
+            for s, var in xs.items():
+                columns.append(var)
+                values.append(1.0 if s == fast_only else 0.0)
+        for tr, stay in zip(edges, stays, strict=True):
+            for e in tr:
+                columns.append(e.var)
+                values.append(1.0 if e is stay else 0.0)
+    return columns, values, len(kept), kept
+
+
+def never_fast(index: ModelIndex, graph: Graph, system: MemorySystem, *,
+               skip: set[int]) -> Fixings:
+    """States holding a tensor in the fastest pool in slots where it cannot fit there (see
+    the module docstring); tensors at positions in ``skip`` are left alone."""
+    columns: list[int] = []
+    values: list[float] = []
+    cap = index.capacities[0]
+    if cap is None or 0 not in index.occupancy_vars:
+        return columns, values, 0
+    unit, states, live = index.nbytes_per_unit, index.states, graph.liveness
+    headroom = _RangeMin(cap - forced_fast_nbytes(graph, system, index.options))
+    count = 0
+    for t, ts in enumerate(index.tensors):
+        slot_vars = index.slot_vars[t]
+        if t in skip or all(len(xs) == 1 for xs in slot_vars):
+            continue
+        size = -(-int(live.nbytes[ts.tensor]) // unit) * unit
+        for slot, xs in zip(ts.slots, slot_vars, strict=True):
+            fast_states = [s for s in xs if 0 in states[s].pools]
+            if not fast_states or len(fast_states) == len(xs):
                 continue
-            if (prefix[last + 1] == prefix[first] and fast_ok[tensor]
-                    and all(fast_only in xs for xs in slot_vars)):
-                stays = [next((e for e in tr if e.before == fast_only and e.after == fast_only
-                               and e.async_kernel is None), None) for tr in edges]
-                if all(e is not None for e in stays):
-                    counts["fast"] += 1
-                    for xs in slot_vars:
-                        for s, var in xs.items():
-                            columns.append(var)
-                            values.append(1.0 if s == fast_only else 0.0)
-                    for tr, stay in zip(edges, stays, strict=True):
-                        for e in tr:
-                            columns.append(e.var)
-                            values.append(1.0 if e is stay else 0.0)
-                    continue
-            size = -(-int(live.nbytes[tensor]) // unit) * unit
-            for slot, xs in zip(ts.slots, slot_vars, strict=True):
-                fast_states = [s for s in xs if 0 in states[s].pools]
-                if not fast_states or len(fast_states) == len(xs):
-                    continue
-                if size > headroom.min(slot.first, slot.last):
-                    counts["never"] += 1
-                    for s in fast_states:
-                        columns.append(xs[s])
-                        values.append(0.0)
+            if size > headroom.min(slot.first, slot.last):
+                count += 1
+                columns.extend(xs[s] for s in fast_states)
+                values.extend([0.0] * len(fast_states))
+    return columns, values, count
+
+
+def unprofitable_fetches(index: ModelIndex, graph: Graph, system: MemorySystem,
+                         costs: KernelCosts, *, fixed: set[int]) -> Fixings:
+    """Edges out of the slowest pool that cannot repay their copy (see the module
+    docstring); columns in ``fixed`` are left alone."""
+    columns: list[int] = []
+    values: list[float] = []
     slowest = len(system.pools) - 1
-    if (index.options.formulation is Formulation.SYNCHRONOUS and costs.separable() is not None
-            and slowest not in index.occupancy_vars):
-        fixed = set(columns)
-        gain = _gain_per_use(costs, graph, 1.0 / index.seconds_per_unit)
-        for t, ts in enumerate(index.tensors):
-            slot_vars = index.slot_vars[t]
-            if not all(slow_only in xs for xs in slot_vars):
-                continue
-            later = [0.0] * (len(ts.slots) + 1)  # gain of every use from slot i on
-            for i in range(len(ts.slots) - 1, -1, -1):
-                slot = ts.slots[i]
-                later[i] = later[i + 1] + (gain.get((ts.tensor, slot.first), 0.0)
-                                           if slot.gadget else 0.0)
-            for i, tr in enumerate(index.edges[t]):
-                for e in tr:
-                    if (e.before == slow_only and e.after != slow_only and e.var not in fixed
-                            and lp.objective.get(e.var, 0.0) >= later[i + 1]):
-                        counts["fetch"] += 1
-                        columns.append(e.var)
-                        values.append(0.0)
-    binary = np.asarray(lp.var_binary, dtype=bool)
-    cols = np.asarray(columns, dtype=np.int64)
-    return Reductions(columns=cols, values=values, always_fast_tensors=counts["fast"],
-                      never_fast_slots=counts["never"], unprofitable_fetches=counts["fetch"],
-                      binary=binary[cols], n_binaries=int(binary.sum()))
+    if (index.options.formulation is not Formulation.SYNCHRONOUS or costs.separable() is None
+            or slowest in index.occupancy_vars):
+        return columns, values, 0
+    slow_only = len(index.states) - 1
+    gain = _gain_per_use(costs, graph, 1.0 / index.seconds_per_unit)
+    objective = index.lp.objective
+    for t, ts in enumerate(index.tensors):
+        if not all(slow_only in xs for xs in index.slot_vars[t]):
+            continue
+        later = [0.0] * (len(ts.slots) + 1)  # gain of every use from slot i on
+        for i in range(len(ts.slots) - 1, -1, -1):
+            slot = ts.slots[i]
+            later[i] = later[i + 1] + (gain.get((ts.tensor, slot.first), 0.0)
+                                       if slot.gadget else 0.0)
+        for i, tr in enumerate(index.edges[t]):
+            for e in tr:
+                if (e.before == slow_only and e.after != slow_only and e.var not in fixed
+                        and objective.get(e.var, 0.0) >= later[i + 1]):
+                    columns.append(e.var)
+                    values.append(0.0)
+    return columns, values, len(columns)

@@ -29,17 +29,14 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING
 
 import attrs
 import numba
 import numpy as np
 import scipy.sparse as sp
 
-from autotm_core.large.layout import CONFIG, EDGE, OCCUPANCY, SLOT, TIME, ModelLayout
-
-if TYPE_CHECKING:
-    from autotm_core.solvers.highs import MatrixProblem
+from autotm_core.ilp.approximate.layout import CONFIG, EDGE, OCCUPANCY, SLOT, TIME, ModelLayout
+from autotm_core.solvers.base import MatrixProblem
 
 logger = logging.getLogger(__name__)
 

@@ -1,17 +1,23 @@
 """Plans for very large graphs within a time budget, with a stated worst-case gap.
 
-:func:`plan_large` builds the one formulation
+:func:`plan_approximate` builds the one formulation
 (:func:`~autotm_core.ilp.formulation.build_program`), fixes what the exact
-reductions allow (:mod:`autotm_core.large.reductions`) and plans the program a
-stretch of ``stretch_kernels`` kernels at a time (:mod:`autotm_core.large.rolling`;
-a graph no longer than one stretch is one relax-and-fix of the whole model). The
-LP prices of those stretches start a Lagrangian relaxation of the whole model
-(:mod:`autotm_core.large.lagrangian`), whose value is a lower bound. When that
-bound does not already prove the plan within ``relative_gap``, graphs of up to
-``full_solve_kernels`` kernels hand the whole model to HiGHS for what is left of
-the budget, started from the stretch plan. It returns the best verified plan
-(never worse than greedy's) with the best lower bound found: the solver's, the
-Lagrangian one, or every kernel at its fastest.
+reductions allow (:mod:`autotm_core.ilp.reductions`) and plans the program a
+stretch of ``stretch_kernels`` kernels at a time
+(:mod:`autotm_core.ilp.approximate.rolling`; a graph no longer than one stretch is
+one relax-and-fix of the whole model). The LP prices of those stretches start a
+Lagrangian relaxation of the whole model
+(:mod:`autotm_core.ilp.approximate.lagrangian`), whose value is a lower bound.
+When that bound does not already prove the plan within ``relative_gap``, graphs
+of up to ``full_solve_kernels`` kernels hand the whole model to the solver for
+what is left of the budget, started from the stretch plan. It returns the best
+verified plan (never worse than greedy's) with the best lower bound found: the
+solver's, the Lagrangian one, or every kernel at its fastest.
+
+Every solve runs on the solver given, which must declare integer variables and
+row duals (the stretches' LP prices start the bound) in its
+:class:`~autotm_core.solvers.SolverCapabilities`; another is refused before any
+work with one :class:`~autotm_core.errors.UsageError`.
 """
 
 from __future__ import annotations
@@ -27,11 +33,12 @@ import numpy as np
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import PlanError
 from autotm_core.ilp.options import FormulationOptions
+from autotm_core.ilp.reductions import Reductions
 from autotm_core.ir import Graph
-from autotm_core.large.reductions import Reductions
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
 from autotm_core.simulation import Simulation
+from autotm_core.solvers.base import DEFAULT_SOLVER, Solver
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +65,8 @@ FULL_SOLVE_KERNELS = 6000
 
 
 @attrs.frozen(kw_only=True)
-class LargePlanResult:
-    """What :func:`plan_large` produced."""
+class ApproximatePlanResult:
+    """What :func:`plan_approximate` produced."""
 
     plan: Plan
     """The plan returned; it passed the verifier."""
@@ -73,8 +80,9 @@ class LargePlanResult:
     bound_seconds: float
     """A proven lower bound on the optimal step time."""
     bound_source: str
-    """``"solver"`` (HiGHS's best bound on the whole model), ``"lagrangian"``
-    (:mod:`autotm_core.large.lagrangian`) or ``"kernels"`` (every kernel at its fastest)."""
+    """``"solver"`` (the solver's best bound on the whole model), ``"lagrangian"``
+    (:mod:`autotm_core.ilp.approximate.lagrangian`) or ``"kernels"`` (every kernel at its
+    fastest)."""
     termination: str
     """Why planning stopped: the whole-model solve's termination when it ran, else
     ``"stretches planned"``, or ``"not run"`` when the budget was spent before."""
@@ -96,6 +104,10 @@ class LargePlanResult:
     """Seconds from the call to the verified, simulated result."""
     system: MemorySystem
     """The memory system planned for, with the fast capacity applied."""
+    solver_name: str
+    """Name of the solver plugin that ran the solves (e.g. ``"highs"``)."""
+    solver_version: str = ""
+    """Its version, as it reports it (``""`` when it did not run)."""
 
     @property
     def step_seconds(self) -> float:
@@ -109,7 +121,7 @@ class LargePlanResult:
         return 0.0 if step <= 0 else max(0.0, (step - self.bound_seconds) / step)
 
 
-def plan_large(
+def plan_approximate(
     graph: Graph,
     system: MemorySystem,
     *,
@@ -118,31 +130,40 @@ def plan_large(
     relative_gap: float = 0.01,
     costs: KernelCosts | None = None,
     options: FormulationOptions | None = None,
+    solver: str | Solver = DEFAULT_SOLVER,
     reduce: bool = True,
     threads: int | None = None,
     stretch_kernels: int = STRETCH_KERNELS,
     full_solve_kernels: int = FULL_SOLVE_KERNELS,
-) -> LargePlanResult:
+) -> ApproximatePlanResult:
     """Plan ``graph`` within about ``time_budget_seconds`` end to end (see the module docstring).
 
-    The solves get what is left of the budget after building, and stop earlier at
-    ``relative_gap``. Raises :class:`~autotm_core.errors.CapacityError` when no plan fits.
+    The solves, by ``solver`` (a plugin's name or a backend object), get what is left
+    of the budget after building, and stop earlier at ``relative_gap``. Raises
+    :class:`~autotm_core.errors.UsageError` at once when the solver lacks integer
+    variables or row duals, and :class:`~autotm_core.errors.CapacityError` when no
+    plan fits.
     """
     from autotm_core.baselines import greedy
     from autotm_core.costs import resolve_costs
-    from autotm_core.ilp.formulation import build_program, resolve_capacities
+    from autotm_core.ilp.approximate.lagrangian import lagrangian_bound
+    from autotm_core.ilp.approximate.layout import model_layout
+    from autotm_core.ilp.approximate.rolling import rolling_plan
+    from autotm_core.ilp.formulation import build_program
     from autotm_core.ilp.infeasible import check_lower_bounds
     from autotm_core.ilp.lp import to_matrix_problem
+    from autotm_core.ilp.options import resolve_capacities
+    from autotm_core.ilp.reductions import find_reductions
+    from autotm_core.ilp.solve import require, resolve_solver
     from autotm_core.ilp.warm import warm_start_from_plan
-    from autotm_core.large.lagrangian import lagrangian_bound
-    from autotm_core.large.layout import model_layout
-    from autotm_core.large.reductions import find_reductions
-    from autotm_core.large.rolling import rolling_plan
     from autotm_core.plans.verify import check_plan
     from autotm_core.simulation import simulate
     from autotm_core.solvers import SolverConfig
-    from autotm_core.solvers.highs import solve_matrix
 
+    backend = resolve_solver(solver)
+    require(backend, "mip", "duals", purpose="plan approximately",
+            instead="--solver highs (its LP row duals start the Lagrangian bound), "
+                    "or --mode exact")
     started = time.perf_counter()
     deadline = started + time_budget_seconds
     if fast_capacity_nbytes is not None:
@@ -159,7 +180,7 @@ def plan_large(
 
     index = build_program(graph, costs, system, options.capacities, options)
     lp = index.lp
-    found = find_reductions(index, graph, system, costs) if reduce else _no_reductions(lp)
+    found = find_reductions(index, graph, system, costs) if reduce else Reductions.none(lp)
     logger.info("reductions: %s", found.summary())
     problem = to_matrix_problem(found.apply(lp), name=graph.name)
     kernel_bound = index.objective_seconds(
@@ -174,7 +195,7 @@ def plan_large(
     def consider(values: np.ndarray, source: str, attributes: dict[str, Any]) -> None:
         from autotm_core.ilp.decode import decode_plan
 
-        candidate = decode_plan(index, values, graph, system, planner=f"large/{source}",
+        candidate = decode_plan(index, values, graph, system, planner=f"approximate/{source}",
                                 capacities={p.name: p.capacity_nbytes for p in system.pools},
                                 attributes=attributes)
         try:
@@ -184,11 +205,11 @@ def plan_large(
             return
         best.offer(candidate, simulate(candidate, graph, system, costs), source)
 
-    start = None
+    start, version = None, ""
     if time.perf_counter() < deadline:
         solve_started = time.perf_counter()
         reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
-        stretched = rolling_plan(layout, problem, core_kernels=stretch_kernels,
+        stretched = rolling_plan(layout, problem, solver=backend, core_kernels=stretch_kernels,
                                  margin_kernels=MARGIN_KERNELS, relative_gap=relative_gap,
                                  deadline=deadline - reserve)
         if stretched is not None:
@@ -218,7 +239,8 @@ def plan_large(
             start = warm_start_from_plan(index, greedy_plan, graph, system)
         config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap,
                               threads=threads, warm_start=start is not None)
-        result, values = solve_matrix(problem, config=config, start=start)
+        result, values = backend.solve(problem, config, start)
+        version = result.solver_version
         termination = result.termination.value
         solve_seconds += result.solve_seconds + result.handoff_seconds
         if result.best_bound is not None and math.isfinite(result.best_bound):
@@ -233,13 +255,14 @@ def plan_large(
     check_plan(plan, graph, system)
     # a bound above a feasible plan's time can only come from tolerances: clip it
     bound = min(bound, float(simulation.step_seconds))
-    return LargePlanResult(
+    return ApproximatePlanResult(
         plan=plan, simulation=simulation, source=source,
         greedy_step_seconds=float(greedy_sim.step_seconds), bound_seconds=bound,
         bound_source=bound_source, termination=termination, reductions=found,
-        n_variables=lp.n_vars, n_binaries=lp.n_binaries, n_nonzeros=int(problem.start[-1]),
+        n_variables=lp.n_vars, n_binaries=lp.n_binaries, n_nonzeros=problem.n_nonzeros,
         build_seconds=build_seconds, greedy_seconds=greedy_seconds, solve_seconds=solve_seconds,
-        total_seconds=time.perf_counter() - started, system=system,
+        total_seconds=time.perf_counter() - started, system=system, solver_name=backend.name,
+        solver_version=version,
     )
 
 
@@ -254,10 +277,3 @@ class _Best:
     def offer(self, plan: Plan, simulation: Simulation, source: str) -> None:
         if float(simulation.step_seconds) < float(self.simulation.step_seconds):
             self.plan, self.simulation, self.source = plan, simulation, source
-
-
-def _no_reductions(lp: object) -> Reductions:
-    empty = np.zeros(0)
-    return Reductions(columns=empty, values=empty, always_fast_tensors=0, never_fast_slots=0,
-                      unprofitable_fetches=0, binary=empty,
-                      n_binaries=int(sum(lp.var_binary)))  # type: ignore[attr-defined]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from autotm_core.costs import resolve_costs
+from autotm_core.errors import UsageError
 from autotm_core.examples.networks import mlp, training_chain
+from autotm_core.ilp.approximate import plan_approximate
 from autotm_core.ilp.planner import plan_graph
-from autotm_core.large import plan_large
 from autotm_core.memory import preset
 from autotm_core.plans.verify import verify_plan
 
@@ -18,7 +19,7 @@ def test_plan_verifies_beats_greedy_and_bounds_the_exact_optimum(fraction):
     graph = training_chain(8)
     system = preset("optane-2019")
     capacity = int(graph.liveness.peak_nbytes * fraction)
-    result = plan_large(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=30,
+    result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=30,
                         relative_gap=0.0)
     assert verify_plan(result.plan, graph, result.system) == []
     assert result.step_seconds <= result.greedy_step_seconds
@@ -34,7 +35,7 @@ def test_no_time_to_solve_returns_greedy_with_the_kernel_bound():
     graph = mlp(batch=4, widths=(64, 128, 64, 10))
     system = preset("optane-2019")
     capacity = int(graph.liveness.peak_nbytes * 0.4)
-    result = plan_large(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=0)
+    result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=0)
     assert result.source == "greedy" and result.termination == "not run"
     assert result.step_seconds == result.greedy_step_seconds
     assert result.bound_source == "kernels"
@@ -48,13 +49,12 @@ def test_without_reductions_the_same_plan_quality():
     system = preset("optane-2019")
     capacity = int(graph.liveness.peak_nbytes * 0.5)
     costs = resolve_costs(graph, system.with_capacity(system.fast.name, capacity))
-    kept = plan_large(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0,
+    kept = plan_approximate(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0,
                       costs=costs)
-    plain = plan_large(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0,
+    plain = plan_approximate(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0,
                        costs=costs, reduce=False)
     assert plain.reductions.columns.size == 0 < kept.reductions.columns.size
     assert kept.step_seconds == pytest.approx(plain.step_seconds, rel=1e-6)
-
 
 
 @pytest.mark.highs
@@ -62,7 +62,7 @@ def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
     graph = training_chain(8)  # 25 kernels, planned 6 at a time
     system = preset("optane-2019")
     capacity = int(graph.liveness.peak_nbytes * 0.4)
-    result = plan_large(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
+    result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
                         relative_gap=0.0, stretch_kernels=6, full_solve_kernels=0)
     assert result.source in {"rolling", "greedy"}
     assert result.termination == "stretches planned" or result.source == "greedy"
@@ -73,7 +73,34 @@ def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
     assert result.bound_seconds <= exact.step_seconds * (1 + 1e-7)
     assert result.step_seconds >= exact.step_seconds * (1 - 1e-7)
     # then the whole model, started from the stretch plan, closes the gap
-    full = plan_large(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
+    full = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
                       relative_gap=0.0, stretch_kernels=6)
     assert full.step_seconds == pytest.approx(exact.step_seconds, rel=1e-6)
     assert full.bound_source in {"solver", "lagrangian"} and full.gap < 1e-6
+
+
+@pytest.mark.parametrize("solver", [pytest.param("glpk", marks=pytest.mark.glpk),
+                                    pytest.param("cbc", marks=pytest.mark.cbc)])
+def test_a_solver_without_row_duals_is_refused_before_any_work(solver, monkeypatch):
+    import autotm_core.baselines
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("planning started")
+
+    monkeypatch.setattr(autotm_core.baselines, "greedy", no_work)
+    graph = training_chain(3)
+    with pytest.raises(UsageError, match=f"solver '{solver}' cannot plan approximately: it "
+                                         "lacks row duals") as info:
+        plan_approximate(graph, preset("optane-2019"), solver=solver,
+                         fast_capacity_nbytes=graph.liveness.peak_nbytes // 2)
+    assert "--solver highs" in info.value.hint and "--mode exact" in info.value.hint
+
+
+@pytest.mark.highs
+def test_the_result_names_the_solver():
+    from autotm_core.plugins import get_solver
+
+    graph = training_chain(3)
+    result = plan_approximate(graph, preset("optane-2019"), solver=get_solver("highs"),
+                              fast_capacity_nbytes=graph.liveness.peak_nbytes // 2)
+    assert result.solver_name == "highs"

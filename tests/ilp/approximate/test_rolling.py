@@ -1,0 +1,89 @@
+"""Stretch by stretch: the rolling plan is feasible for the whole model, and the Lagrangian
+bound started from its prices is below the optimum, on synchronous, asynchronous and
+three-pool models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autotm_core.examples.networks import mlp, training_chain
+from autotm_core.ilp.approximate.lagrangian import lagrangian_bound
+from autotm_core.ilp.approximate.layout import SLOT, model_layout
+from autotm_core.ilp.approximate.rolling import rolling_plan
+from autotm_core.ilp.decode import decode_plan
+from autotm_core.ilp.lp import to_matrix_problem
+from autotm_core.plans.verify import verify_plan
+from autotm_core.simulation import simulate
+from autotm_core.solvers import SolverConfig
+
+from .settings import HIGHS, setting
+
+SETTINGS = [
+    ("chain-8 sync 0.3", lambda: training_chain(8), 0.3, "synchronous", False, 3, 2),
+    ("chain-8 sync 0.6", lambda: training_chain(8), 0.6, "synchronous", False, 7, 0),
+    ("chain-6 async 0.4", lambda: training_chain(6), 0.4, "asynchronous", False, 4, 2),
+    ("mlp sync 0.4", lambda: mlp(batch=4, widths=(64, 128, 64, 10)), 0.4, "synchronous", False,
+     3, 1),
+    ("chain-6 three pools", lambda: training_chain(6), 0.0, "synchronous", True, 7, 0),
+]
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize(("name", "make", "fraction", "formulation", "three", "core", "margin"),
+                         SETTINGS, ids=[s[0] for s in SETTINGS])
+def test_rolling_plan_is_feasible_and_the_lagrangian_bound_is_below_the_optimum(
+        name, make, fraction, formulation, three, core, margin):
+    graph = make()
+    system, costs, index = setting(graph, fraction, formulation, three)
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    optimum, _ = HIGHS.solve(problem, SolverConfig(relative_gap=0.0))
+    assert optimum.objective is not None
+
+    rolled = rolling_plan(layout, problem, solver=HIGHS, core_kernels=core, margin_kernels=margin,
+                          relative_gap=0.0)
+    assert rolled is not None
+    assert index.lp.violations(rolled.values, tolerance=1e-6) == []
+    plan = decode_plan(index, rolled.values, graph, system, planner="rolling")
+    assert verify_plan(plan, graph, system) == []
+    step = float(simulate(plan, graph, system, costs).step_seconds)
+    assert step >= index.objective_seconds(optimum.objective) * (1 - 1e-7)
+
+    objective = float(problem.cost @ rolled.values)
+    for duals in (rolled.row_duals, None):  # started from the stretches' prices, or not
+        bound = lagrangian_bound(layout, problem, target=objective, row_duals=duals,
+                                 max_iterations=50)
+        assert np.isfinite(bound.objective)
+        assert bound.objective <= optimum.objective * (1 + 1e-7)
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("formulation", ["synchronous", "asynchronous"])
+def test_out_of_time_keeps_what_was_planned_and_joins_the_rest_in_the_slowest_pool(formulation):
+    from autotm_core.ilp.approximate.rolling import _complete
+
+    graph = training_chain(8)
+    system, costs, index = setting(graph, 0.4, formulation)
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    rolled = rolling_plan(layout, problem, solver=HIGHS, core_kernels=5, margin_kernels=3,
+                          relative_gap=0.0)
+    assert rolled is not None and rolled.planned_kernels == len(graph.kernels)
+    steps = []
+    for cut in (0, 10, 20):
+        partial = _complete(layout, rolled.values, rolled.row_duals, cut)
+        assert partial is not None and partial.planned_kernels == cut
+        before = layout.col_anchor < cut
+        binary = np.asarray(problem.is_integer, dtype=bool) & before
+        assert np.array_equal(partial.values[binary], np.round(rolled.values[binary]))
+        plan = decode_plan(index, partial.values, graph, system, planner="partial")
+        assert verify_plan(plan, graph, system) == []
+        steps.append(float(simulate(plan, graph, system, costs).step_seconds))
+    # a deadline already past plans nothing and keeps everything in its least state
+    late = rolling_plan(layout, problem, solver=HIGHS, core_kernels=5, margin_kernels=3,
+                        relative_gap=0.0, deadline=0.0)
+    assert late is not None and late.planned_kernels == 0
+    assert np.array_equal(late.values[layout.kind == SLOT], layout.least[layout.kind == SLOT])
+    full = decode_plan(index, rolled.values, graph, system, planner="rolling")
+    assert float(simulate(full, graph, system, costs).step_seconds) <= min(steps) * (1 + 1e-9)
