@@ -17,12 +17,12 @@ import time
 import numpy as np
 
 from autotm_core import preset
-from autotm_core.baselines import BASELINES, run_baseline
 from autotm_core.baselines.cache_kernels import new_state, reference_cache, run_cache
 from autotm_core.baselines.first_touch import address_layout
 from autotm_core.baselines.two_level import access_stream
 from autotm_core.capacity import fast_capacity
 from autotm_core.examples.networks import training_chain
+from autotm_core.planning import BASELINE_PLANNERS, load_problem, plan
 
 LINE_NBYTES = 4096
 REFERENCE_ACCESSES = 300_000
@@ -74,15 +74,16 @@ def main() -> None:
           f"({prefix / ref / 1e6:.2f} M/s); numba {fast / prefix * 1e9:.2f} ns per access, "
           f"{ref / fast:.0f}x faster")
 
-    for name in BASELINES:
+    problem = load_problem(graph, system, limit=str(capacity))
+    for name in BASELINE_PLANNERS:
         if name == "all-fast":
             continue
         start = time.perf_counter()
-        plan = run_baseline(name, graph, system, fast_capacity_nbytes=capacity)
+        outcome = plan(problem, name)  # verified and simulated, as every command plans
         extra = ""
-        if name == "2lm":
-            extra = (f", hit rate {plan.attributes['hit_rate']:.3f}, predicted "
-                     f"{plan.attributes['predicted_seconds']:.3f} s")
+        if outcome.cache is not None:
+            extra = (f", hit rate {outcome.cache.hit_rate:.3f}, predicted "
+                     f"{outcome.step_seconds:.3f} s")
         print(f"baseline {name}: {time.perf_counter() - start:.2f} s{extra}")
 
 

@@ -20,45 +20,32 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from autotm_core.baselines import greedy
-from autotm_core.capacity import fast_capacity
-from autotm_core.costs import resolve_costs
-from autotm_core.memory import preset
-from autotm_core.report.solve_report import all_fast_seconds
-from autotm_core.simulation import simulate
-from autotm_core.sources import load_source
+from autotm_core.planning import load_problem, plan
 
 DEFAULT_GRAPHS = ("example:chain-333", "example:chain-1666", "zoo:densenet121", "zoo:densenet264")
 """About 1,000 and 5,000 kernels of the synthetic chain; the zoo's 1,396 and 3,052 kernels."""
 
 
 def bench(source: str, *, ratio: str, time_limit: float | None, gap: float) -> dict[str, object]:
-    """Plan ``source`` and measure it."""
-    from autotm_core.ilp.fitting import plan_with_addresses
-
-    graph = load_source(source)
-    system = preset("optane-2019")
-    capacity = fast_capacity(graph, ratio=ratio)
-    costs = resolve_costs(graph, system)
+    """Plan ``source`` exactly, with addresses, as ``solve --mode exact`` does, and measure it."""
+    problem = load_problem(source, "optane-2019", limit=ratio)
     started = time.perf_counter()
-    fitted = plan_with_addresses(graph, system, fast_capacity_nbytes=capacity, costs=costs,
-                                 solver="highs", relative_gap=gap, time_limit_seconds=time_limit)
+    outcome = plan(problem, "synchronous", mode="exact", relative_gap=gap,
+                   time_limit_seconds=time_limit)
     total = time.perf_counter() - started
-    result = fitted.result
-    limited = system.with_capacity(system.fast.name, capacity)
-    greedy_seconds = simulate(greedy(graph, system, fast_capacity_nbytes=capacity), graph,
-                              limited, costs).step_seconds
-    ideal = all_fast_seconds(graph, system, costs)
+    greedy = plan(problem, "greedy")
+    solve, model, addresses = outcome.solve, outcome.model, outcome.addresses
+    assert solve is not None and model is not None and addresses is not None
     return {
-        "graph": source, "kernels": len(graph.kernels),
-        "build": result.build_seconds,
-        "handoff": result.solve.handoff_seconds, "solve": result.solve.solve_seconds,
-        "rounds_seconds": " + ".join(f"{r.seconds:.1f}" for r in fitted.rounds), "total": total,
-        "rounds": len(fitted.rounds), "variables": result.n_variables,
-        "binaries": result.n_binaries, "rows": result.n_constraints,
-        "nonzeros": result.n_nonzeros, "termination": result.solve.termination.value,
-        "gap": result.solve.gap, "slowdown": result.step_seconds / ideal,
-        "vs_greedy": greedy_seconds / result.step_seconds, "warm": result.warm_started,
+        "graph": source, "kernels": len(problem.graph.kernels),
+        "build": solve.build_seconds,
+        "handoff": solve.handoff_seconds, "solve": solve.solve_seconds,
+        "rounds_seconds": " + ".join(f"{r.seconds:.1f}" for r in addresses.rounds),
+        "total": total, "rounds": len(addresses.rounds), "variables": model.variables,
+        "binaries": model.binaries, "rows": model.constraints,
+        "nonzeros": model.nonzeros, "termination": solve.termination,
+        "gap": solve.gap, "slowdown": outcome.slowdown,
+        "vs_greedy": greedy.step_seconds / outcome.step_seconds, "warm": solve.warm_started,
     }
 
 

@@ -2,8 +2,8 @@
 
 Per graph, at a PMM:DRAM ratio (default 4:1, AutoTM's limit peak / (ratio + 1))
 on the optane-2019 preset: the model's size, the seconds to build the matrix
-form, to build the Pyomo model from it (what other solvers and ``build_model``
-users pay; not used on the HiGHS path), the hand-off to HiGHS and the solve,
+form, to build the Pyomo model from it (what CBC and ``build_model`` users pay;
+not used on the HiGHS and GLPK paths), the hand-off to HiGHS and the solve,
 the end-to-end seconds of ``plan_graph`` (build, warm start, solve, decode,
 verify, simulate), and the plan's step time against the greedy baseline and
 all-fast (the ideal).
@@ -13,9 +13,10 @@ all-fast (the ideal).
 With ``--build-only`` nothing is solved: per graph, the best of ``--repeat``
 runs (default 3) of each step from the graph to a Pyomo ``ConcreteModel``
 (``build_model``'s work): the cost table, the matrix form (``build_program``),
-the Pyomo model from it (``to_pyomo``), their sum, the process's CPU seconds for
-them, and ``to_pyomo`` as a fraction of the matrix build (CPU seconds and the
-ratio are steadier than wall seconds on a shared machine).
+the Pyomo model from it (``to_matrix_problem`` and ``to_pyomo``), their sum,
+the process's CPU seconds for them, and ``to_pyomo`` as a fraction of the
+matrix build (CPU seconds and the ratio are steadier than wall seconds on a
+shared machine).
 
     python benchmarks/bench_ilp_scaling.py chain:1666 --build-only --repeat 5
 
@@ -34,16 +35,15 @@ import time
 
 import attrs
 
-from autotm_core.baselines import all_fast, greedy
 from autotm_core.capacity import fast_capacity
 from autotm_core.costs import resolve_costs
 from autotm_core.examples.networks import training_chain
 from autotm_core.ilp.formulation import build_program
-from autotm_core.ilp.lp import LinearProgram, to_pyomo
+from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
 from autotm_core.ilp.options import FormulationOptions
-from autotm_core.ilp.planner import plan_graph
 from autotm_core.memory import preset
-from autotm_core.simulation import simulate
+from autotm_core.planning import load_problem, plan
+from autotm_core.solvers.pyomo import to_pyomo
 from autotm_core.sources import load_source
 
 DEFAULT_SOURCES = ["chain:333", "chain:1666", "zoo:resnet50:batch=32", "zoo:densenet121:batch=8"]
@@ -56,36 +56,32 @@ def load(source: str):
 
 
 def run(source: str, ratio: str, time_limit: float, pyomo: bool) -> dict[str, object]:
-    graph = load(source)
-    capacity = fast_capacity(graph, ratio=ratio)
-    system = preset("optane-2019").with_capacity("dram", capacity)
-    costs = resolve_costs(graph, system)
+    problem = load_problem(load(source), "optane-2019", limit=ratio)
+    graph, system, costs = problem.graph, problem.limited_system, problem.costs
     started = time.perf_counter()
     index = build_program(graph, costs, system, None, FormulationOptions())
     matrix_seconds = time.perf_counter() - started
     pyomo_seconds = float("nan")
     if pyomo:
         started = time.perf_counter()
-        to_pyomo(index.lp)
+        to_pyomo(to_matrix_problem(index.lp))
         pyomo_seconds = time.perf_counter() - started
     del index
     started = time.perf_counter()
-    result = plan_graph(graph, system, costs=costs, time_limit_seconds=time_limit,
-                        relative_gap=0.01)
+    outcome = plan(problem, "synchronous", mode="exact", addresses=False,
+                   time_limit_seconds=time_limit, relative_gap=0.01)
     total = time.perf_counter() - started
-    greedy_seconds = float(simulate(greedy(graph, system), graph, system, costs).step_seconds)
-    unlimited = preset("optane-2019")
-    fast_seconds = float(simulate(all_fast(graph, unlimited), graph, unlimited,
-                                  resolve_costs(graph, unlimited)).step_seconds)
-    solve = result.solve
+    greedy = plan(problem, "greedy")
+    solve, model = outcome.solve, outcome.model
+    assert solve is not None and model is not None
     return {
-        "graph": source, "kernels": len(graph.kernels), "vars": result.n_variables,
-        "bin": result.n_binaries, "rows": result.n_constraints, "nnz": result.n_nonzeros,
+        "graph": source, "kernels": len(graph.kernels), "vars": model.variables,
+        "bin": model.binaries, "rows": model.constraints, "nnz": model.nonzeros,
         "matrix_s": matrix_seconds, "pyomo_s": pyomo_seconds, "handoff_s": solve.handoff_seconds,
-        "solve_s": solve.solve_seconds, "total_s": total, "term": solve.termination.value,
-        "gap": solve.gap, "warm": result.warm_started,
-        "vs_greedy": result.step_seconds / greedy_seconds,
-        "vs_fast": result.step_seconds / fast_seconds,
+        "solve_s": solve.solve_seconds, "total_s": total, "term": solve.termination,
+        "gap": solve.gap, "warm": solve.warm_started,
+        "vs_greedy": outcome.step_seconds / greedy.step_seconds,
+        "vs_fast": outcome.slowdown,
     }
 
 
@@ -104,7 +100,7 @@ class BuildTimes:
     matrix_seconds: float
     """``build_program``: the matrix form."""
     pyomo_seconds: float
-    """``to_pyomo``: the Pyomo model from the matrix form."""
+    """``to_pyomo``: the Pyomo model from the matrix form (its arrays included)."""
     cpu_seconds: float
     """This process's CPU seconds for all three (less sensitive than wall time to other
     jobs on a shared machine)."""
@@ -128,7 +124,7 @@ def build_times(source: str, ratio: str, repeat: int) -> BuildTimes:
         built = time.perf_counter()
         index = build_program(graph, costs, system, None, FormulationOptions())
         matrix = time.perf_counter()
-        model = to_pyomo(index.lp)
+        model = to_pyomo(to_matrix_problem(index.lp))
         done = time.perf_counter()
         cpu = time.process_time() - cpu
         best = [min(b, s) for b, s in zip(

@@ -1,4 +1,5 @@
-"""Benchmark the large-graph planner (``autotm_core.large.plan_large``) as graphs grow.
+"""Benchmark the approximate planner (``autotm_core.ilp.approximate.plan_approximate``) as
+graphs grow.
 
 Per graph, at a PMM:DRAM ratio (default 4:1) on the optane-2019 preset, each in
 its own process (so peak memory is that graph's): seconds for greedy, for
@@ -38,13 +39,13 @@ def load(source: str):
 
 def measure(source: str, ratio: str, budget: float, exact: float | None) -> dict[str, object]:
     from autotm_core.capacity import fast_capacity
-    from autotm_core.large import plan_large
+    from autotm_core.ilp.approximate import plan_approximate
     from autotm_core.memory import preset
 
     graph = load(source)
     capacity = fast_capacity(graph, ratio=ratio)
     system = preset("optane-2019")
-    result = plan_large(graph, system, fast_capacity_nbytes=capacity,
+    result = plan_approximate(graph, system, fast_capacity_nbytes=capacity,
                         time_budget_seconds=budget)
     row: dict[str, object] = {
         "graph": source, "kernels": len(graph.kernels), "bin": result.n_binaries,
@@ -58,12 +59,13 @@ def measure(source: str, ratio: str, budget: float, exact: float | None) -> dict
         "vs_exact": None,
     }
     if exact:
-        from autotm_core.ilp.planner import plan_graph
+        from autotm_core.planning import load_problem, plan
 
-        best = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.001,
-                          time_limit_seconds=exact)
+        best = plan(load_problem(graph, system, limit=str(capacity)), "synchronous",
+                    mode="exact", addresses=False, relative_gap=0.001, time_limit_seconds=exact)
+        assert best.solve is not None
         row["vs_exact"] = result.step_seconds / best.step_seconds
-        row["exact_term"] = best.solve.termination.value
+        row["exact_term"] = best.solve.termination
     row["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row
 

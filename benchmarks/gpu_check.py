@@ -141,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     from autotm_torch.real_kernels import captured_step, run_plan
     from autotm_torch.step_values import clone_values, eager_step, step_values, warm_up
 
-    from autotm_core.baselines import all_fast, greedy
+    from autotm_core.baselines import all_fast
+    from autotm_core.planning import Problem
+    from autotm_core.planning import plan as plan_point
     from autotm_core.simulation import simulate
     from autotm_core.units import format_bytes
 
@@ -174,14 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     limit = int(args.ratio * peak)
     limited = _system(rates, limit)
     plans = {"all-in-device": (ideal, roomy)}
-    plans["greedy"] = fit_addresses(greedy(graph, limited), graph, limited)
-    try:
-        from autotm_core.ilp.planner import plan_graph
-
-        result = plan_graph(graph, limited, costs=costs, time_limit_seconds=args.ilp_seconds)
-        plans["ilp-sync"] = fit_addresses(result.plan, graph, limited)
-    except Exception as exc:  # the check goes on with the other plans
-        print(f"ilp: no plan ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+    problem = Problem(graph=graph, system=limited, costs=costs)
+    for name, planner in (("greedy", "greedy"), ("ilp-sync", "synchronous")):
+        try:  # planned as every command plans a point; addresses from the torch plugin
+            outcome = plan_point(problem, planner, mode="exact", addresses=False,
+                                 time_limit_seconds=args.ilp_seconds)
+            plans[name] = fit_addresses(outcome.plan, graph, limited)
+        except Exception as exc:  # the check goes on with the other plans
+            print(f"{name}: no plan ({type(exc).__name__}: {str(exc).splitlines()[0]})")
 
     eager = eager_step(model, (x,), loss=loss, targets=(y,), optimizer=opt)
     after = {r.name: v.detach().to("cpu") for r, v in zip(traced.inputs, values, strict=True)}

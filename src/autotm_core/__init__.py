@@ -50,9 +50,11 @@ __all__ = [
     "GraphBuilder",
     "GraphError",
     "Kernel",
+    "Limit",
     "Liveness",
     "MemorySystem",
     "MemorySystemError",
+    "Outcome",
     "PlanError",
     "PluginError",
     "Pool",
@@ -67,8 +69,10 @@ __all__ = [
     "frontends",
     "get_frontend",
     "load_graph",
+    "load_problem",
     "load_source",
     "load_system",
+    "plan",
     "preset",
     "resolve_system",
     "save_graph",
@@ -77,8 +81,17 @@ __all__ = [
 ]
 
 
+_PLANNING = ("Limit", "Outcome", "load_problem", "plan")
+"""Names of :mod:`autotm_core.planning` importable from here (the planning layer's front door)."""
+
+
 def __getattr__(name: str) -> object:
-    # The ILP planner imports Pyomo when called; keep `import autotm_core` free of it.
+    # The planners import the baselines and, when called, Pyomo and a solver: keep
+    # `import autotm_core` free of them.
+    if name in _PLANNING:
+        from autotm_core import planning
+
+        return getattr(planning, name)
     if name in ("plan_graph", "PlanResult"):
         from autotm_core.ilp import planner
 

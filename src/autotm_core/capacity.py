@@ -1,18 +1,144 @@
-"""The fast-memory limit a planner works under, from ``--fast-capacity`` or ``--ratio``.
+"""Capacity limits a planner works under: :class:`Limit`, parsed once from what the user wrote.
 
-Every planner and command takes the limit the same way: either a size
-(``"16GiB"``, ``"512MiB"``, a number of bytes) or a PMM:DRAM ratio written as
-the paper writes it (``"4:1"``), which AutoTM turns into a limit of
-``peak live bytes / (ratio + 1)``. Giving neither means "the system's own
-capacity".
+A limit is written one of three ways, the same on the command line, in a sweep
+and in a grid file:
+
+- a size, ``"16GiB"``, ``"512MiB"`` or a number of bytes: the fastest pool holds that;
+- a PMM:DRAM ratio written as the paper writes it, ``"4:1"``: the fastest pool holds
+  the graph's peak live bytes / (ratio + 1), as AutoTM;
+- per pool, ``"hbm=4:1,dram=64GiB"``: each named pool gets a size or a ratio (a
+  ratio again over the graph's peak live bytes); pools not named keep the system's
+  own capacity.
+
+An empty limit (``Limit()``, or ``Limit.parse("")``) means every pool keeps the
+system's own capacity.
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
 
 from autotm_core.errors import CapacityError, UsageError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.units import fast_capacity_for_ratio, format_bytes, parse_ratio, parse_size
+
+LIMIT_HINT = "write a size (16GiB), a PMM:DRAM ratio (4:1) or per-pool limits (hbm=4:1,dram=64GiB)"
+"""What a limit may look like, for error hints."""
+
+
+@attrs.frozen
+class PoolLimit:
+    """The limit of one pool: a size, or a PMM:DRAM ratio over the graph's peak live bytes."""
+
+    pool: str | None
+    """The pool's name; ``None`` for the fastest pool, whatever it is called."""
+    nbytes: int | None = None
+    """The limit in bytes, when given as a size."""
+    ratio: Fraction | None = None
+    """Slow over fast memory (``4`` for ``4:1``), when given as a ratio."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.nbytes is None) == (self.ratio is None):
+            raise UsageError("a pool limit is either a size or a ratio", hint=LIMIT_HINT)
+
+    def resolve(self, peak_nbytes: int) -> int:
+        """The limit in bytes for a graph whose peak live bytes are ``peak_nbytes``."""
+        if self.nbytes is not None:
+            return self.nbytes
+        assert self.ratio is not None
+        return fast_capacity_for_ratio(peak_nbytes, self.ratio)
+
+    def __str__(self) -> str:
+        if self.ratio is not None:
+            value = f"{self.ratio.numerator}:{self.ratio.denominator}"
+        else:
+            value = str(self.nbytes)
+        return value if self.pool is None else f"{self.pool}={value}"
+
+
+def _value(pool: str | None, text: str) -> PoolLimit:
+    text = text.strip()
+    if ":" in text:
+        return PoolLimit(pool, ratio=parse_ratio(text))
+    return PoolLimit(pool, nbytes=parse_size(text))
+
+
+@attrs.frozen
+class Limit:
+    """Capacity limits of some pools of a memory system (see the module docstring)."""
+
+    parts: tuple[PoolLimit, ...] = ()
+    """One limit per pool named (at most one per pool); empty: the system's own."""
+    text: str = attrs.field(default="", eq=False)
+    """The limit as written, for messages (the canonical form when built in code)."""
+
+    @classmethod
+    def parse(cls, text: str | None) -> Limit:
+        """The limit ``text`` writes (see the module docstring); ``None`` or ``""``: none."""
+        if text is None or not str(text).strip():
+            return cls()
+        text = str(text).strip()
+        if "=" not in text:
+            return cls((_value(None, text),), text)
+        parts = []
+        for item in text.split(","):
+            pool, sep, value = item.partition("=")
+            if not sep or not pool.strip() or not value.strip():
+                raise UsageError(f"cannot read {item.strip()!r} in limit {text!r} as POOL=LIMIT",
+                                 hint=LIMIT_HINT)
+            parts.append(_value(pool.strip(), value))
+        names = [p.pool for p in parts]
+        twice = sorted({n for n in names if names.count(n) > 1 and n is not None})
+        if twice:
+            raise UsageError(f"limit {text!r} gives pool {', '.join(twice)} twice", hint=LIMIT_HINT)
+        return cls(tuple(parts), text)
+
+    @classmethod
+    def from_options(cls, *, nbytes: str | int | None = None, ratio: str | None = None,
+                     pools: str | None = None) -> Limit:
+        """The limit of ``--fast-capacity``, ``--ratio`` or ``--limit`` (at most one given)."""
+        given = [v for v in (nbytes, ratio, pools) if v is not None]
+        if len(given) > 1:
+            raise UsageError("give one limit: a fast-memory capacity, a PMM:DRAM ratio or "
+                             "per-pool limits, not several",
+                             hint="e.g. --fast-capacity 16GiB, --ratio 4:1, or "
+                             "--limit hbm=4:1,dram=4:1")
+        if nbytes is not None:
+            return cls((PoolLimit(None, nbytes=parse_size(nbytes)),), str(nbytes))
+        if ratio is not None:
+            if "=" in ratio:
+                raise UsageError(f"--ratio {ratio!r} is not a ratio",
+                                 hint="write slow:fast memory, e.g. 4:1 (per-pool limits go "
+                                 "to --limit)")
+            return cls((PoolLimit(None, ratio=parse_ratio(ratio)),), ratio)
+        return cls.parse(pools)
+
+    def __str__(self) -> str:
+        return self.text or ",".join(str(p) for p in self.parts)
+
+    @property
+    def is_ratio(self) -> bool:
+        """Whether the limit is a ratio over the peak live bytes (of some pool)."""
+        return any(p.ratio is not None for p in self.parts)
+
+    def capacities(self, graph: Graph, system: MemorySystem) -> dict[str, int]:
+        """The limit in bytes of each pool it names (the fastest for an unnamed one)."""
+        peak = int(graph.liveness.peak_nbytes) if self.is_ratio else 0
+        out: dict[str, int] = {}
+        for part in self.parts:
+            name = system.fast.name if part.pool is None else part.pool
+            system.pool_index(name)  # an unknown pool: one error naming the pools
+            out[name] = part.resolve(peak)
+        return out
+
+    def apply(self, graph: Graph, system: MemorySystem) -> MemorySystem:
+        """``system`` with the pools this limit names limited to it."""
+        for name, nbytes in self.capacities(graph, system).items():
+            system = system.with_capacity(name, nbytes)
+        return system
 
 
 def fast_capacity(
@@ -23,16 +149,10 @@ def fast_capacity(
     ``ratio`` is PMM:DRAM, e.g. ``"4:1"``; the limit is the graph's peak live
     bytes (tensors plus workspace) divided by ``ratio + 1``.
     """
-    if nbytes is not None and ratio is not None:
-        raise UsageError(
-            "give either a fast-memory capacity or a PMM:DRAM ratio, not both",
-            hint="e.g. --fast-capacity 16GiB, or --ratio 4:1",
-        )
-    if nbytes is not None:
-        return parse_size(nbytes)
-    if ratio is not None:
-        return fast_capacity_for_ratio(graph.liveness.peak_nbytes, parse_ratio(ratio))
-    return None
+    limit = Limit.from_options(nbytes=nbytes, ratio=ratio)
+    if not limit.parts:
+        return None
+    return limit.parts[0].resolve(int(graph.liveness.peak_nbytes))
 
 
 def with_fast_capacity(system: MemorySystem, capacity_nbytes: int | None) -> MemorySystem:

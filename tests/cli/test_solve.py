@@ -109,25 +109,27 @@ def test_bad_ratio_or_size_is_one_clear_line(
     assert "hint:" in err
 
 
-def test_not_proven_optimal_is_marked() -> None:
+def test_not_proven_optimal_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A time-limited or interrupted solve's plan is reported as the best found."""
-    from autotm_core.capacity import fast_capacity
-    from autotm_core.ilp.planner import plan_graph
+    from autotm_core.ilp import planner
+    from autotm_core.planning import load_problem, plan
     from autotm_core.report.solve_report import render_solve, solve_facts
     from autotm_core.solvers import SolutionStatus, TerminationCondition
 
-    graph = build_example("chain-4")
-    result = plan_graph(graph, preset("optane-2019"),
-                        fast_capacity_nbytes=fast_capacity(graph, ratio="4:1"))
+    problem = load_problem("example:chain-4", "optane-2019", limit="4:1")
+    solved = planner.plan_graph(problem.graph, problem.limited_system)
     for termination, words in ((TerminationCondition.TIME_LIMIT, "time limit"),
                                (TerminationCondition.INTERRUPTED, "Ctrl-C")):
-        stopped = attrs.evolve(result, solve=attrs.evolve(
-            result.solve, termination=termination, status=SolutionStatus.FEASIBLE))
-        facts = solve_facts(stopped, all_fast=result.step_seconds, baselines=[])
+        stopped = attrs.evolve(solved, solve=attrs.evolve(
+            solved.solve, termination=termination, status=SolutionStatus.FEASIBLE))
+        monkeypatch.setattr(planner, "plan_graph", lambda *_a, stopped=stopped, **_k: stopped)
+        outcome = plan(problem, "synchronous", addresses=False)
+        facts = solve_facts(outcome, ())
         assert facts["solve"]["proven_optimal"] is False
         console = Console(file=io.StringIO(), width=100, color_system=None)
-        console.print(render_solve(stopped.simulation, facts))
+        console.print(render_solve(outcome, ()))
         text = console.file.getvalue()  # type: ignore[attr-defined]
         assert "not proven optimal" in text and words in text
-    facts = solve_facts(result, all_fast=result.step_seconds, baselines=[])
+    monkeypatch.undo()
+    facts = solve_facts(plan(problem, "synchronous", addresses=False), ())
     assert facts["solve"]["proven_optimal"] is True

@@ -17,7 +17,8 @@ def test_approximate_mode_reports_a_bound_and_beats_greedy(
     assert status == 0
     facts = json.loads(capsys.readouterr().out)
     solve = facts["solve"]
-    assert solve["solver"] == "highs (approximate)"
+    assert (solve["solver"], solve["mode"]) == ("highs", "approximate")
+    assert facts["plan_source"] in ("ilp", "ilp by stretches", "greedy")
     assert solve["bound_seconds"] <= facts["step_seconds"] * (1 + 1e-9)
     greedy = next(b for b in facts["baselines"] if b["name"] == "greedy")
     assert facts["step_seconds"] <= greedy["step_seconds"] * (1 + 1e-9)
@@ -30,3 +31,14 @@ def test_unknown_mode_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> No
               "--mode", "fastest"])
     assert exit_info.value.code == 2
     assert "--mode" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("solver", ["glpk", "cbc"])
+def test_approximate_mode_with_a_solver_it_cannot_use_is_refused_at_once(
+    solver: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["solve", "example:mlp", "--system", "optane-2019", "--ratio", "4:1",
+                   "--mode", "approximate", "--solver", solver])
+    err = capsys.readouterr().err
+    assert status == 1 and err.startswith("error:") and solver in err and "hint:" in err
+    assert "Traceback" not in err

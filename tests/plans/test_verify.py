@@ -252,7 +252,7 @@ def test_workspace_addresses_are_checked_and_survive_the_file(tmp_path) -> None:
     assert fitted.workspace_offsets and verify_plan(fitted, graph, system) == []
     save_plan(fitted, tmp_path / "plan.json")
     assert load_plan(tmp_path / "plan.json") == fitted
-    (k, at), = fitted.workspace_offsets.items()
+    (k,) = fitted.workspace_offsets
     fast = next(r for r in fitted.residencies if r.pool == "fast" and r.first <= k <= r.last)
     overlapping = attrs.evolve(fitted, workspace_offsets={k: fast.offset})
     assert any("overlaps" in p and "workspace" in p

@@ -16,7 +16,12 @@ from autotm_core.baselines.all_fast import all_fast
 from autotm_core.baselines.all_slow import all_slow
 from autotm_core.baselines.first_touch import first_touch
 from autotm_core.baselines.greedy import greedy
-from autotm_core.baselines.two_level import CacheResult, cache_model, two_level_memory
+from autotm_core.baselines.two_level import (
+    CacheResult,
+    cache_model,
+    two_level_memory,
+    two_level_plan,
+)
 from autotm_core.errors import UsageError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -60,4 +65,5 @@ __all__ = [
     "greedy",
     "run_baseline",
     "two_level_memory",
+    "two_level_plan",
 ]

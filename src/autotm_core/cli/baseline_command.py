@@ -9,87 +9,77 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from autotm_core.cli.info_command import SOURCE_HELP
+from autotm_core.cli.options import (
+    add_command,
+    add_costs,
+    add_graph,
+    add_json,
+    add_limit,
+    add_output,
+    add_system,
+    add_top,
+    problem_of,
+    report_width,
+)
 
-POLICIES = ("first-touch", "2lm", "greedy", "all-fast", "all-slow")
-"""Names of the baselines, as ``--policy`` takes them."""
+DESCRIPTION = """\
+Plan a graph with one of the baselines every result is compared with, verify the plan, and
+report its predicted step time, slowdown against all in the fastest pool (without a capacity
+limit), bytes moved and memory over time. See docs/baselines.md."""
+"""What ``baseline --help`` says the command does."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "baseline", help="plan with a baseline (first-touch, 2lm, greedy, all-fast, all-slow)",
-        description="Plan a graph with one of the baselines every result is compared with, verify "
-        "the plan, and report its predicted step time, slowdown against all in the fastest pool "
-        "(without a capacity limit), bytes moved and memory over time. See docs/baselines.md.",
-    )
-    parser.add_argument("graph", metavar="GRAPH", help=SOURCE_HELP)
-    parser.add_argument("--system", required=True, metavar="PRESET_OR_FILE",
-                        help="a memory-system preset (e.g. optane-2019) or a memory-system file")
-    limit = parser.add_mutually_exclusive_group()
-    limit.add_argument("--fast-capacity", metavar="SIZE",
-                       help="limit of the fastest pool, e.g. 16GiB, 512MiB (default: the system's)")
-    limit.add_argument("--ratio", metavar="PMM:DRAM",
-                       help="limit the fastest pool to peak live bytes / (PMM + 1), e.g. 4:1")
-    parser.add_argument("--policy", required=True, choices=POLICIES, help="the baseline")
-    parser.add_argument("-o", "--output", metavar="PLAN", help="write the plan to this file")
-    parser.add_argument("--costs", metavar="FILE",
-                        help="a kernel cost file (default: the analytic roofline of the system)")
+    from autotm_core.planning import BASELINE_PLANNERS
+
+    parser = add_command(subparsers, "baseline", DESCRIPTION,
+                         help='plan with a baseline (first-touch, 2lm, greedy, all-fast, all-slow)')
+    add_graph(parser)
+    add_system(parser)
+    add_limit(parser, required=False)
+    parser.add_argument("--planner", "--policy", dest="planner", required=True,
+                        choices=BASELINE_PLANNERS, help="the baseline")
+    add_output(parser)
+    add_costs(parser)
     parser.add_argument("--line-size", default="4KiB", metavar="SIZE",
                         help="2lm: cache line size (default 4KiB pages; 64 for hardware lines)")
     parser.add_argument("--ways", type=int, default=1, metavar="N",
                         help="2lm: lines per set, LRU (default 1: direct-mapped, as the hardware)")
     parser.add_argument("--cold", action="store_true",
                         help="2lm: start from an empty cache instead of a warmed one")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="kernels listed by time (default 10)")
-    parser.add_argument("--json", action="store_true", help="print the facts as JSON")
+    add_top(parser)
+    add_json(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from autotm_core.baselines import all_fast, run_baseline
-    from autotm_core.baselines.two_level import two_level_plan
-    from autotm_core.capacity import fast_capacity
-    from autotm_core.costs.resolve import resolve_costs
-    from autotm_core.formats import resolve_system
-    from autotm_core.plans import check_plan, save_plan
+    from autotm_core.planning import CacheOptions, plan
+    from autotm_core.plans import save_plan
     from autotm_core.report.plan_report import render_simulation, simulation_facts
-    from autotm_core.simulation import simulate
-    from autotm_core.sources import load_source
     from autotm_core.units import parse_size
 
-    graph = load_source(args.graph)
-    system = resolve_system(args.system)
-    capacity = fast_capacity(graph, nbytes=args.fast_capacity, ratio=args.ratio)
-    cache = None
-    if args.policy == "2lm":
-        plan, cache = two_level_plan(graph, system, fast_capacity_nbytes=capacity,
-                                     line_nbytes=parse_size(args.line_size), ways=args.ways,
-                                     warm=not args.cold)
-    else:
-        plan = run_baseline(args.policy, graph, system, fast_capacity_nbytes=capacity)
-    check_plan(plan, graph, system)
+    cache = CacheOptions(line_nbytes=parse_size(args.line_size), ways=args.ways,
+                         warm=not args.cold)
+    problem = problem_of(args)
+    outcome = plan(problem, args.planner, cache=cache)
     if args.output:
-        save_plan(plan, args.output)
-    costs = resolve_costs(graph, system, costs_path=args.costs)
-    sim = simulate(plan, graph, system, costs)
-    ideal = simulate(all_fast(graph, system.with_capacity(system.fast.name, None)), graph,
-                     system.with_capacity(system.fast.name, None), costs)
-    facts = simulation_facts(sim, all_fast_seconds=ideal.step_seconds, top=max(0, args.top))
-    facts["policy"] = args.policy
-    facts["fast_capacity_nbytes"] = plan.capacities.get(system.fast.name)
-    facts["attributes"] = dict(plan.attributes)
+        save_plan(outcome.plan, args.output)
+    facts = simulation_facts(outcome.simulation, all_fast_seconds=outcome.all_fast_seconds,
+                             top=max(0, args.top))
+    facts["policy"] = facts["planner_name"] = args.planner
+    facts["fast_capacity_nbytes"] = problem.fast_capacity_nbytes
+    facts["attributes"] = dict(outcome.plan.attributes)
     if args.output:
         facts["output"] = args.output
-    if cache is not None:
-        _use_cache_model(facts, cache, sim.kernel_names, top=max(0, args.top))
+    if outcome.cache is not None:
+        _use_cache_model(facts, outcome.cache, outcome.simulation.kernel_names,
+                         top=max(0, args.top))
     if args.json:
         console.print_json(json.dumps(facts))
         return 0
-    width = max(20, min(100, console.width - 16))
-    if cache is not None:
+    if outcome.cache is not None:
         console.print(_cache_table(facts))
-    console.print(render_simulation(sim, facts, width=width))
+    console.print(render_simulation(outcome.simulation, facts, width=report_width(console)))
     if args.output:
         console.print(f"plan written to {args.output}")
     return 0

@@ -7,16 +7,21 @@ import json
 
 from rich.console import Console
 
+from autotm_core.cli.options import add_command
+
+DESCRIPTION = """\
+Measure read, write and copy bandwidth (synchronous, and asynchronous on a second thread
+while the first computes) and latency of every NUMA node this process may use, and the
+compute rate of the replay kernels, with buffers well beyond the last-level cache; write a
+memory-system file for this machine (one pool per node; on a one-node machine two pools,
+'dram' and 'slow', on that node)."""
+"""What ``calibrate --help`` says the command does."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "calibrate", help="measure every NUMA node's bandwidth and latency; write a system file",
-        description="Measure read, write and copy bandwidth (synchronous, and asynchronous on a "
-        "second thread while the first computes) and latency of every NUMA node this process may "
-        "use, and the compute rate of the replay kernels, with buffers well beyond the last-level "
-        "cache; write a memory-system file for this machine (one pool per node; on a one-node "
-        "machine two pools, 'dram' and 'slow', on that node).",
-    )
+    parser = add_command(
+        subparsers, "calibrate", DESCRIPTION,
+        help="measure every NUMA node's bandwidth and latency; write a system file")
     parser.add_argument("-o", "--output", required=True, metavar="FILE",
                         help="the memory-system file to write")
     parser.add_argument("--quick", action="store_true",

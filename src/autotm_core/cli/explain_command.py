@@ -9,41 +9,43 @@ from typing import TYPE_CHECKING
 import attrs
 from rich.console import Console
 
-from autotm_core.cli.verify_command import add_plan_arguments
+from autotm_core.cli.options import (
+    add_command,
+    add_costs,
+    add_json,
+    add_plan_arguments,
+    plan_inputs,
+)
 
 if TYPE_CHECKING:
     from autotm_core.explain import KernelExplanation, TensorExplanation
 
 
+DESCRIPTION = """\
+For a tensor: where it lived over time, each move with its copy time, and what each absence
+from the fastest pool made room for (the tensors that entered it meanwhile). For a kernel:
+its tensors' pools, its time against its best placement under the costs, and the moves
+charged to it."""
+"""What ``explain --help`` says the command does."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "explain", help="explain a tensor's moves or a kernel's placement in a plan",
-        description="For a tensor: where it lived over time, each move with its copy time, and "
-        "what each absence from the fastest pool made room for (the tensors that entered it "
-        "meanwhile). For a kernel: its tensors' pools, its time against its best placement under "
-        "the costs, and the moves charged to it.",
-    )
+    parser = add_command(subparsers, "explain", DESCRIPTION,
+                         help="explain a tensor's moves or a kernel's placement in a plan")
     add_plan_arguments(parser)
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--tensor", metavar="NAME", help="the tensor to explain")
     what.add_argument("--kernel", metavar="NAME", help="the kernel to explain")
-    parser.add_argument("--costs", metavar="FILE",
-                        help="a kernel cost file (default: the analytic roofline of the system)")
-    parser.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    add_costs(parser)
+    add_json(parser, "the explanation")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from autotm_core.explain import explain_kernel, explain_tensor
-    from autotm_core.formats import resolve_system
-    from autotm_core.plans import check_plan, load_plan
     from autotm_core.report.explain_report import render_kernel, render_tensor
-    from autotm_core.sources import load_source
 
-    plan = load_plan(args.plan)
-    graph = load_source(args.graph)
-    system = resolve_system(args.system)
-    check_plan(plan, graph, system)
+    plan, graph, system = plan_inputs(args)
     explanation: TensorExplanation | KernelExplanation
     if args.tensor is not None:
         explanation = explain_tensor(plan, graph, system, tensor=args.tensor)

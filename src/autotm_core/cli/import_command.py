@@ -11,18 +11,18 @@ import argparse
 
 from rich.console import Console
 
+from autotm_core.cli.options import add_command
 from autotm_core.errors import UsageError
+
+DESCRIPTION = """\
+Load SPEC with the frontend plugin FRONTEND (see 'python -m autotm_core plugins') and save
+the graph, e.g. 'import torch package.module:factory --batch-size 32 -o graph.json'."""
+"""What ``import --help`` says the command does."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "import", help="capture a model with a frontend plugin and save its graph (.json)",
-        description=(
-            "Load SPEC with the frontend plugin FRONTEND (see 'python -m autotm_core plugins') "
-            "and save the graph, e.g. 'import torch package.module:factory --batch-size 32 "
-            "-o graph.json'."
-        ),
-    )
+    parser = add_command(subparsers, "import", DESCRIPTION,
+                         help='capture a model with a frontend plugin and save its graph (.json)')
     parser.add_argument("frontend", metavar="FRONTEND", help="a frontend plugin's name, e.g. torch")
     parser.add_argument("spec", metavar="SPEC", help="what the frontend loads (its own syntax)")
     parser.add_argument(

@@ -13,7 +13,7 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 
@@ -21,7 +21,7 @@ from autotm_core.errors import AutotmError
 
 COMMANDS = (
     "info", "plugins", "verify", "simulate", "solve", "baseline", "import", "run", "profile",
-    "calibrate", "sweep", "compare", "explain", "plot", "evaluate",
+    "calibrate", "sweep", "compare", "explain", "plot",
 )
 """Modules of :mod:`autotm_core.cli` that define a command, in the order --help lists them."""
 
@@ -55,9 +55,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     console = Console()
+    return run_reporting_errors(lambda: args.handler(args, console), debug=args.debug)
+
+
+def run_reporting_errors(action: Callable[[], int | None], *, debug: bool = False) -> int:
+    """Run ``action``; the exit status, every error reported the command line's way.
+
+    An :class:`~autotm_core.errors.AutotmError` becomes one ``error:`` line and a
+    ``hint:`` line (status 1), Ctrl-C status 130, and any other exception an
+    ``internal error:`` line (status 3; re-raised with ``debug``).
+    """
     errors = Console(stderr=True, highlight=False)
     try:
-        return int(args.handler(args, console) or 0)
+        return int(action() or 0)
     except AutotmError as exc:
         errors.print(f"[bold red]error:[/] {_escape(exc.message)}", soft_wrap=True)
         if exc.hint:
@@ -67,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors.print("[bold red]interrupted[/]")
         return 130
     except Exception as exc:
-        if args.debug:
+        if debug:
             raise
         errors.print(
             f"[bold red]internal error:[/] {type(exc).__name__}: {_escape(str(exc))}",

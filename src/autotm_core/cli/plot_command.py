@@ -6,47 +6,41 @@ import argparse
 
 from rich.console import Console
 
-from autotm_core.cli.verify_command import add_plan_arguments
+from autotm_core.cli.options import add_command, add_costs, add_plan_arguments, plan_inputs
+
+DESCRIPTION = """\
+Simulate a plan and draw it: bytes in each pool over kernels with the capacity line and
+moves marked, and each kernel's time split into run time and moves. Pictures are PNG or SVG
+by the file's suffix; the HTML report is one self-contained file. Needs the plots extra: pip
+install autotm-core[plots]."""
+"""What ``plot --help`` says the command does."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "plot", help="draw a plan: memory over time, time per kernel, an HTML report",
-        description="Simulate a plan and draw it: bytes in each pool over kernels with the "
-        "capacity line and moves marked, and each kernel's time split into run time and moves. "
-        "Pictures are PNG or SVG by the file's suffix; the HTML report is one self-contained "
-        "file. Needs the plots extra: pip install autotm-core[plots].",
-    )
+    parser = add_command(subparsers, "plot", DESCRIPTION,
+                         help='draw a plan: memory over time, time per kernel, an HTML report')
     add_plan_arguments(parser)
     parser.add_argument("--memory", metavar="FILE", help="memory over time (.png or .svg)")
     parser.add_argument("--kernels", metavar="FILE", help="time per kernel (.png or .svg)")
     parser.add_argument("--html", metavar="FILE", help="a self-contained HTML report")
-    parser.add_argument("--costs", metavar="FILE",
-                        help="a kernel cost file (default: the analytic roofline of the system)")
+    add_costs(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from autotm_core.baselines import all_fast
-    from autotm_core.costs.resolve import resolve_costs
     from autotm_core.errors import UsageError
-    from autotm_core.formats import resolve_system
-    from autotm_core.plans import check_plan, load_plan
+    from autotm_core.planning import load_problem
     from autotm_core.report import figures
     from autotm_core.report.plan_report import simulation_facts
     from autotm_core.simulation import simulate
-    from autotm_core.sources import load_source
 
     if not (args.memory or args.kernels or args.html):
         raise UsageError("plot needs something to write",
                          hint="give --memory FILE.png, --kernels FILE.svg and/or --html FILE")
     figures.pyplot()  # fail at once, with the install hint, when matplotlib is missing
-    plan = load_plan(args.plan)
-    graph = load_source(args.graph)
-    system = resolve_system(args.system)
-    check_plan(plan, graph, system)
-    costs = resolve_costs(graph, system, costs_path=args.costs)
-    sim = simulate(plan, graph, system, costs)
+    plan, graph, system = plan_inputs(args)
+    problem = load_problem(graph, system, costs_path=args.costs)
+    sim = simulate(plan, graph, system, problem.costs)
     written = []
     if args.memory:
         written.append(figures.save_figure(figures.memory_figure(sim, plan), args.memory))
@@ -55,9 +49,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.html:
         from autotm_core.report.html import plan_html, write_html
 
-        unbounded = system.with_capacity(system.fast.name, None)
-        ideal = simulate(all_fast(graph, unbounded), graph, unbounded, costs).step_seconds
-        facts = simulation_facts(sim, all_fast_seconds=ideal)
+        facts = simulation_facts(sim, all_fast_seconds=problem.all_fast_seconds)
         written.append(write_html(args.html, plan_html(plan, sim, facts)))
     for path in written:
         console.print(f"wrote {path}", highlight=False, soft_wrap=True)

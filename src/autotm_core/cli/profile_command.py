@@ -8,7 +8,14 @@ import os
 
 from rich.console import Console
 
-from autotm_core.cli.info_command import SOURCE_HELP
+from autotm_core.cli.options import (
+    add_command,
+    add_graph,
+    add_json,
+    add_output,
+    add_system,
+    parse_pairs,
+)
 
 
 def default_cache_dir() -> str:
@@ -17,20 +24,21 @@ def default_cache_dir() -> str:
     return os.path.join(root, "autotm-core", "profiles")
 
 
+DESCRIPTION = """\
+Run each distinct kernel of a graph (its replay: the bytes it reads and writes, compute for
+its FLOPs) in each placement of its tensors on NUMA-bound arenas, several times, and write
+the median times as a cost file for 'solve --costs' and 'simulate --costs'. Measurements are
+cached by kernel signature, NUMA placement and machine."""
+"""What ``profile --help`` says the command does."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "profile", help="measure every kernel in every placement of its tensors; write a cost file",
-        description="Run each distinct kernel of a graph (its replay: the bytes it reads and "
-        "writes, compute for its FLOPs) in each placement of its tensors on NUMA-bound arenas, "
-        "several times, and write the median times as a cost file for 'solve --costs' and "
-        "'simulate --costs'. Measurements are cached by kernel signature, NUMA placement and "
-        "machine.",
-    )
-    parser.add_argument("graph", metavar="GRAPH", help=SOURCE_HELP)
-    parser.add_argument("--system", required=True, metavar="S",
-                        help="a memory-system preset name or file (its pools are profiled)")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE",
-                        help="the cost file to write")
+    parser = add_command(
+        subparsers, "profile", DESCRIPTION,
+        help='measure every kernel in every placement of its tensors; write a cost file')
+    add_graph(parser)
+    add_system(parser)
+    add_output(parser, "the cost file", required=True, metavar="FILE")
     parser.add_argument("--repeat", type=int, default=3, metavar="N",
                         help="timed runs per measurement, after one warm-up (default 3)")
     parser.add_argument("--cache", metavar="DIR", default=None,
@@ -42,21 +50,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-configs", type=int, default=256, metavar="N",
                         help="configurations per kernel above which only uniform placements and "
                         "single deviations from all-fast are profiled (default 256)")
-    parser.add_argument("--json", action="store_true", help="print the facts as JSON")
+    add_json(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from autotm_core.cli.run_command import _pairs
     from autotm_core.formats import resolve_system
     from autotm_core.profiler.cache import ProfileCache
     from autotm_core.profiler.profile import profile_graph, save_profile
     from autotm_core.report.profile_report import profile_facts, render_profile
     from autotm_core.sources import load_source
 
-    bind = _pairs(args.bind, "--bind", int)
+    bind = parse_pairs(args.bind, "--bind", int)
     graph = load_source(args.graph)
     system = resolve_system(args.system)
     cache = None if args.no_cache else ProfileCache(args.cache or default_cache_dir())

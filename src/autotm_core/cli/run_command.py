@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 
 from rich.console import Console
 
-from autotm_core.cli.verify_command import add_plan_arguments
+from autotm_core.cli.options import (
+    add_command,
+    add_json,
+    add_plan_arguments,
+    add_top,
+    parse_pairs,
+    plan_inputs,
+)
+
+DESCRIPTION = """\
+Verify a plan, make one NUMA-bound, pre-faulted arena per pool, run the graph's replay
+kernels with the plan's placements and copies (asynchronous ones on a copy thread), and
+report measured against predicted time per kernel and in total. The bytes read are checked
+against a replay with every tensor in one pool."""
+"""What ``run --help`` says the command does."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "run", help="execute a plan on NUMA-bound arenas and compare measured with predicted time",
-        description="Verify a plan, make one NUMA-bound, pre-faulted arena per pool, run the "
-        "graph's replay kernels with the plan's placements and copies (asynchronous ones on a "
-        "copy thread), and report measured against predicted time per kernel and in total. The "
-        "bytes read are checked against a replay with every tensor in one pool.",
-    )
+    parser = add_command(
+        subparsers, "run", DESCRIPTION,
+        help='execute a plan on NUMA-bound arenas and compare measured with predicted time')
     add_plan_arguments(parser)
     parser.add_argument("--repeat", type=int, default=5, metavar="N",
                         help="timed repetitions of the step, after one warm-up (default 5)")
@@ -33,27 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="scale every kernel's compute (default 1)")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the comparison with the one-pool replay")
-    parser.add_argument("--json", action="store_true", help="print the facts as JSON")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="kernels listed by measured time (default 10)")
+    add_json(parser)
+    add_top(parser, "by measured time")
     parser.set_defaults(handler=run)
-
-
-def _pairs(values: list[str], what: str, convert: Callable[[str], int]) -> dict[str, int]:
-    from autotm_core.errors import UsageError
-
-    out = {}
-    for value in values:
-        name, sep, number = value.partition("=")
-        try:
-            if not sep or not name:
-                raise ValueError(value)
-            out[name] = convert(number)
-        except (ValueError, UsageError):
-            raise UsageError(f"{what} {value!r} is not POOL=VALUE",
-                             hint=f"e.g. {what} pmm=0" if what == "--bind" else
-                             f"e.g. {what} pmm=1GiB") from None
-    return out
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -61,17 +52,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     from autotm_core.costs.resolve import resolve_costs
     from autotm_core.executor.run import execute
-    from autotm_core.formats import resolve_system
-    from autotm_core.plans import load_plan
     from autotm_core.report.run_report import render_run, run_facts
-    from autotm_core.sources import load_source
     from autotm_core.units import parse_size
 
-    bind = _pairs(args.bind, "--bind", int)
-    arenas = _pairs(args.arena, "--arena", parse_size)
-    plan = load_plan(args.plan)
-    graph = load_source(args.graph)
-    system = resolve_system(args.system)
+    bind = parse_pairs(args.bind, "--bind", int)
+    arenas = parse_pairs(args.arena, "--arena", parse_size)
+    plan, graph, system = plan_inputs(args, check=False)  # execute verifies it
     costs = resolve_costs(graph, system, costs_path=args.costs)
     with Progress(console=console, transient=True, disable=args.json) as progress:
         task = progress.add_task("running the step", total=args.repeat)

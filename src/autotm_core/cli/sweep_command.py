@@ -9,51 +9,58 @@ from typing import Any
 
 from rich.console import Console
 
-from autotm_core.cli.info_command import SOURCE_HELP
-from autotm_core.cli.verify_command import SYSTEM_HELP
+from autotm_core.cli.options import (
+    SOURCE_HELP,
+    add_command,
+    add_ilp_options,
+    add_json,
+    add_output,
+    add_system,
+    split,
+)
 
 DEFAULT_RATIOS = "0:1,1:1,2:1,4:1,8:1"
 """PMM:DRAM ratios swept when neither --ratios nor --capacities is given (the paper's, and more)."""
+DEFAULT_PLANNERS = "synchronous,first-touch"
+"""Planners swept when --planners is not given."""
+DEFAULT_TIME_LIMIT = 60.0
+"""ILP time limit of each point when --time-limit is not given (without --grid)."""
 
 
-def add_planning_arguments(parser: argparse.ArgumentParser) -> None:
-    """--system, --solver, --time-limit and --gap, shared by ``sweep`` and ``compare``."""
-    parser.add_argument("--system", required=True, metavar="SYSTEM", help=SYSTEM_HELP)
-    parser.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS",
-                        help="time limit of each ILP solve (default 60)")
-    parser.add_argument("--gap", type=float, default=0.01, metavar="FRACTION",
-                        help="relative MIP gap at which a solve stops (default 0.01)")
-
-
-def split(text: str) -> list[str]:
-    """The non-empty items of a comma-separated list."""
-    return [item.strip() for item in text.split(",") if item.strip()]
+DESCRIPTION = """\
+Plan each graph at each fast-memory limit with each planner (as 'solve' and 'baseline' plan
+a point), and report slowdown against fast-memory size with the knee of each curve marked,
+the memory cost of each point, and the cheapest point within a slowdown budget. Or plan
+every experiment of a grid file (--grid). Every finished point is written to the results
+file at once: interrupt with Ctrl-C and rerun the same command to resume."""
+"""What ``sweep --help`` says the command does."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "sweep", help="plan over fast-memory sizes: the trade-off curve, its knee, the price",
-        description="Plan each graph at each fast-memory limit with each planner, and report "
-        "slowdown against fast-memory size with the knee of each curve marked, the memory cost "
-        "of each point, and the cheapest point within a slowdown budget. Every finished point is "
-        "written to the results file at once: interrupt with Ctrl-C and rerun the same command "
-        "to resume.",
-    )
-    parser.add_argument("graphs", nargs="+", metavar="GRAPH", help=SOURCE_HELP)
-    add_planning_arguments(parser)
+    parser = add_command(
+        subparsers, "sweep", DESCRIPTION,
+        help='plan over fast-memory sizes: the trade-off curve, its knee, the price')
+    parser.add_argument("graphs", nargs="*", metavar="GRAPH", help=SOURCE_HELP)
+    parser.add_argument("--grid", metavar="FILE",
+                        help="plan every point of a grid file instead (see docs/formats.md); "
+                        "GRAPH, --system, the limits and --planners come from it")
+    parser.add_argument("--only", action="append", metavar="EXPERIMENT",
+                        help="with --grid: plan only this experiment (repeatable)")
+    add_system(parser, required=False)
     limits = parser.add_mutually_exclusive_group()
     limits.add_argument("--ratios", metavar="LIST",
                         help=f"PMM:DRAM ratios, comma-separated (default {DEFAULT_RATIOS})")
     limits.add_argument("--capacities", metavar="LIST",
                         help="fast-memory sizes, comma-separated, e.g. 8MiB,16MiB,32MiB")
-    parser.add_argument("--planners", default="synchronous,first-touch", metavar="LIST",
+    parser.add_argument("--planners", metavar="LIST",
                         help="ILP formulations (static, synchronous, asynchronous) and baselines "
                         "(first-touch, 2lm, greedy, all-slow, all-fast), comma-separated "
-                        "(default synchronous,first-touch)")
-    parser.add_argument("--solver", default="highs", help="ILP solver (default highs)")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="results file (JSON), written after each point; resumed when it "
-                        "exists")
+                        f"(default {DEFAULT_PLANNERS})")
+    add_ilp_options(parser, time_limit=DEFAULT_TIME_LIMIT)
+    # None: not given, so a grid's own settings hold (the defaults apply without --grid)
+    parser.set_defaults(time_limit=None, gap=None, mode=None, solver=None)
+    add_output(parser, "the results (JSON) after each point; resumed when it exists",
+               metavar="FILE")
     parser.add_argument("--csv", metavar="FILE", help="also write the points as CSV")
     parser.add_argument("--html", metavar="FILE", help="a self-contained HTML report")
     parser.add_argument("--plot", metavar="FILE", help="the trade-off curve (.png or .svg)")
@@ -68,26 +75,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="plan points on a Dask cluster, e.g. tcp://10.0.0.5:8786 "
                        "(pip install autotm-core[cluster])")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_json(parser, "the results")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from autotm_core.errors import UsageError
     from autotm_core.report.sweep_report import render_sweep
-    from autotm_core.sweep import PriceModel, run_sweep, sweep_points
+    from autotm_core.sweep import PriceModel, run_sweep
 
     if args.price_ratio <= 0:
         raise UsageError(f"--price-ratio must be positive, not {args.price_ratio}",
                          hint="e.g. --price-ratio 2.1 (DRAM costs 2.1 times PMM per byte)")
+    points = _grid_points(args) if args.grid else _points(args)
     if args.html or args.plot:
         from autotm_core.report.figures import pyplot
 
         pyplot()  # before hours of solving, not after
-    limits = split(args.capacities) if args.capacities else split(args.ratios or DEFAULT_RATIOS)
-    points = sweep_points(graphs=args.graphs, system=args.system, planners=split(args.planners),
-                          limits=limits, solver=args.solver, time_limit_seconds=args.time_limit,
-                          relative_gap=args.gap)
     price = PriceModel(fast_per_slow=args.price_ratio)
     with _executor(args) as executor, _progress(console, len(points), quiet=args.json) as step:
         results = run_sweep(points, results_path=args.output, executor=executor, on_result=step)
@@ -106,6 +110,45 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if results.interrupted and args.output:
             console.print("rerun the same command to resume from the points kept")
     return 130 if results.interrupted else 0
+
+
+def _points(args: argparse.Namespace) -> list[Any]:
+    from autotm_core.cli.options import ilp_settings
+    from autotm_core.errors import UsageError
+    from autotm_core.sweep import sweep_points
+
+    if args.only:
+        raise UsageError("--only picks experiments of a grid file", hint="give --grid FILE too")
+    if not args.graphs or not args.system:
+        raise UsageError("sweep needs graphs and --system, or a grid file",
+                         hint="e.g. sweep example:mlp --system optane-2019, or sweep --grid "
+                         "FILE")
+    limits = split(args.capacities) if args.capacities else split(args.ratios or DEFAULT_RATIOS)
+    defaults = {"time_limit": DEFAULT_TIME_LIMIT, "gap": 0.01, "mode": "auto", "solver": "highs"}
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return sweep_points(graphs=args.graphs, system=args.system,
+                        planners=split(args.planners or DEFAULT_PLANNERS), limits=limits,
+                        **ilp_settings(args))
+
+
+def _grid_points(args: argparse.Namespace) -> list[Any]:
+    from autotm_core.errors import UsageError
+    from autotm_core.sweep.grid import load_grid
+
+    given = [flag for flag, value in (("GRAPH", args.graphs), ("--system", args.system),
+                                      ("--ratios", args.ratios),
+                                      ("--capacities", args.capacities),
+                                      ("--planners", args.planners)) if value]
+    if given:
+        raise UsageError(f"--grid takes the graphs, system, limits and planners from the grid "
+                         f"file; drop {', '.join(given)}",
+                         hint="or sweep without --grid")
+    grid = load_grid(args.grid).select(experiments=args.only).with_settings(
+        solver=args.solver, time_limit_seconds=args.time_limit, relative_gap=args.gap,
+        mode=args.mode, addresses=False if args.no_addresses else None)
+    return grid.points()
 
 
 def _executor(args: argparse.Namespace) -> Any:

@@ -7,37 +7,26 @@ import argparse
 from rich.console import Console
 from rich.markup import escape
 
-from autotm_core.cli.info_command import SOURCE_HELP
+from autotm_core.cli.options import add_command, add_plan_arguments, plan_inputs
 
-SYSTEM_HELP = "a memory-system preset (e.g. optane-2019) or a memory-system file (.json)"
+DESCRIPTION = """\
+Check a plan, independently of the planner that made it: tensors are where the kernels use
+them, moves start where the tensor is, capacities and addresses hold."""
+"""What ``verify --help`` says the command does."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "verify", help="check that a plan follows every rule (exit status 1 if not)",
-        description="Check a plan, independently of the planner that made it: tensors are where "
-        "the kernels use them, moves start where the tensor is, capacities and addresses hold.",
-    )
+    parser = add_command(subparsers, "verify", DESCRIPTION,
+                         help='check that a plan follows every rule (exit status 1 if not)')
     add_plan_arguments(parser)
     parser.set_defaults(handler=run)
 
 
-def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
-    """The PLAN, --graph and --system arguments ``verify`` and ``simulate`` share."""
-    parser.add_argument("plan", metavar="PLAN", help="a plan file (.json)")
-    parser.add_argument("--graph", required=True, metavar="GRAPH", help=SOURCE_HELP)
-    parser.add_argument("--system", required=True, metavar="SYSTEM", help=SYSTEM_HELP)
-
-
 def run(args: argparse.Namespace, console: Console) -> int:
-    from autotm_core.formats import resolve_system
-    from autotm_core.plans import MoveKind, load_plan, verify_plan
-    from autotm_core.sources import load_source
+    from autotm_core.plans import MoveKind, verify_plan
     from autotm_core.units import format_bytes
 
-    plan = load_plan(args.plan)
-    graph = load_source(args.graph)
-    system = resolve_system(args.system)
+    plan, graph, system = plan_inputs(args, check=False)
     problems = verify_plan(plan, graph, system)
     if problems:
         noun = "problem" if len(problems) == 1 else "problems"

@@ -19,7 +19,7 @@ class PlanMode(enum.Enum):
     EXACT = "exact"
     """The exact ILP (:func:`autotm_core.ilp.planner.plan_graph`), to its gap or time limit."""
     APPROXIMATE = "approximate"
-    """:func:`autotm_core.large.plan_large`: reductions, greedy warm start, a time budget,
+    """:func:`autotm_core.ilp.approximate.plan_approximate`: reductions, a time budget,
     never worse than greedy, with a lower bound."""
     AUTO = "auto"
     """Exact up to :data:`AUTO_THRESHOLD_KERNELS` kernels, approximate above."""

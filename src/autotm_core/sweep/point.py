@@ -1,15 +1,17 @@
-"""One point of a sweep: a graph, a memory system, a planner and a fast-memory limit.
+"""One point of a sweep: a graph, a memory system, a planner and a limit, named by text.
 
 A :class:`SweepPoint` names everything by text (graph source, system preset or
 file, planner, limit), so it can be pickled to another process or a Dask worker,
-which loads what it needs itself. :func:`run_point` plans it and reports a
-:class:`PointResult`; a point without any plan (too little memory, the solver found
-none in time) is a result with status ``no-plan``, not an error.
+which loads what it needs itself (once per process, see
+:func:`~autotm_core.planning.load_problem`). :func:`plan_point` plans it through
+:func:`autotm_core.planning.plan` — the same planning as ``solve`` and
+``baseline`` — and reports a :class:`PointResult`; a point without any plan
+(too little memory, the solver found none in time) is a result with status
+``no-plan``, not an error.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -17,25 +19,20 @@ from typing import Any
 
 import attrs
 
-from autotm_core.errors import CapacityError, SolverError, UsageError
+from autotm_core.errors import CapacityError, PlanError, SolverError
+from autotm_core.planning import PlanMode, get_planner
 from autotm_core.plans.model import Plan
+from autotm_core.solvers.base import DEFAULT_SOLVER
 
 logger = logging.getLogger(__name__)
 
-ILP_PLANNERS = ("static", "synchronous", "asynchronous")
-"""Planner names that mean the ILP planner with that formulation."""
 
-BASELINE_PLANNERS = ("first-touch", "2lm", "greedy", "all-slow", "all-fast")
-"""Planner names that mean a baseline."""
+def _planner_name(_instance: object, _attribute: object, value: str) -> None:
+    get_planner(value)
 
 
-def check_planner(name: str) -> str:
-    """``name`` when it names an ILP formulation or a baseline; :class:`UsageError` if not."""
-    if name not in ILP_PLANNERS + BASELINE_PLANNERS:
-        raise UsageError(f"no planner called {name!r}",
-                         hint=f"use ILP formulations ({', '.join(ILP_PLANNERS)}) or baselines "
-                         f"({', '.join(BASELINE_PLANNERS)})")
-    return name
+def _mode_value(value: PlanMode | str) -> str:
+    return PlanMode.parse(value).value
 
 
 @attrs.frozen(kw_only=True)
@@ -46,22 +43,28 @@ class SweepPoint:
     """Graph source, as the command line takes it (a file, ``example:mlp``, ``zoo:resnet50``)."""
     system: str
     """Memory-system preset name or file."""
-    planner: str = attrs.field(validator=lambda _i, _a, v: check_planner(v))
-    """ILP formulation (``synchronous`` ...) or baseline (``first-touch`` ...)."""
+    planner: str = attrs.field(validator=_planner_name)
+    """A planner of :data:`autotm_core.planning.PLANNERS`."""
     limit: str
-    """Fast-memory limit as given: a PMM:DRAM ratio (``4:1``) or a size (``64MiB``)."""
-    solver: str = "highs"
+    """Capacity limit as written (:class:`~autotm_core.capacity.Limit`): ``4:1``, ``64MiB``,
+    ``hbm=4:1,dram=4:1``."""
+    solver: str = DEFAULT_SOLVER
     """ILP solver plugin."""
     time_limit_seconds: float | None = None
     """ILP time limit (``None``: none)."""
     relative_gap: float = 0.01
     """ILP relative gap at which the solver stops."""
+    mode: str = attrs.field(default=PlanMode.AUTO.value, converter=_mode_value)
+    """ILP planning mode: ``exact``, ``approximate`` or ``auto``."""
+    addresses: bool = True
+    """Whether ILP plans get addresses that fit (as ``solve`` gives them)."""
 
     @property
     def key(self) -> str:
         """Identity of the point in a results file (everything that changes its answer)."""
         return "|".join([self.graph, self.system, self.planner, self.limit, self.solver,
-                         str(self.time_limit_seconds), str(self.relative_gap)])
+                         str(self.time_limit_seconds), str(self.relative_gap), self.mode,
+                         "addresses" if self.addresses else "no-addresses"])
 
     def to_json(self) -> dict[str, Any]:
         """The point as JSON values."""
@@ -77,30 +80,47 @@ class PointResult:
     status: str
     """``ok``, or ``no-plan`` when no plan exists or none was found (see :attr:`message`)."""
     fast_capacity_nbytes: int
-    """The fast-pool limit the point stands for."""
+    """The fast pool's limit at the point."""
     peak_nbytes: int
     """Peak live bytes of the graph (tensors and workspace)."""
-    all_fast_seconds: float
-    """Step time with every tensor in the fastest pool and no limit: the ideal."""
+    all_fast_seconds: float | None
+    """Step time with every tensor in the fastest pool and no limit: the ideal (``None`` when
+    the costs cannot price it)."""
+    n_kernels: int = 0
+    """Kernels of the graph."""
     step_seconds: float | None = None
     """Predicted step time of the plan."""
     moved_nbytes: int = 0
-    """Bytes copied between pools by the plan."""
+    """Bytes copied between pools by the plan per step."""
     n_moves: int = 0
     """Number of moves of the plan."""
     plan_seconds: float = 0.0
-    """Wall time to make the plan (model build and solve for the ILP)."""
+    """Wall time to plan, verify and simulate."""
+    source: str = ""
+    """Where the plan came from (``ilp``, ``ilp by stretches``, ``greedy``, a baseline)."""
     gap: float | None = None
-    """Relative gap the ILP solver proved (``None`` for baselines)."""
+    """Relative gap the ILP proved (``None`` for baselines)."""
     termination: str = ""
-    """Why the ILP solver stopped (empty for baselines)."""
+    """Why the ILP stopped (empty for baselines)."""
+    build_seconds: float | None = None
+    """ILP only: seconds to build the model."""
+    solve_seconds: float | None = None
+    """ILP only: seconds in the solver."""
+    n_variables: int | None = None
+    """ILP only: variables of the model."""
+    n_binaries: int | None = None
+    """ILP only: binary variables."""
+    n_constraints: int | None = None
+    """ILP only: rows (``None`` when not counted)."""
+    n_nonzeros: int | None = None
+    """ILP only: nonzeros."""
     message: str = ""
     """Why there is no plan, when there is none."""
 
     @property
     def slowdown(self) -> float | None:
         """Step time over all-fast time (``None`` without a plan)."""
-        if self.step_seconds is None or self.all_fast_seconds <= 0:
+        if self.step_seconds is None or not self.all_fast_seconds:
             return None
         return self.step_seconds / self.all_fast_seconds
 
@@ -119,120 +139,48 @@ class PointResult:
         return cls(**fields)
 
 
-@attrs.frozen(kw_only=True)
-class _PlanFacts:
-    """What a planner's plan gave, before it becomes a :class:`PointResult`."""
-
-    step_seconds: float
-    """Predicted step time of the plan."""
-    moved_nbytes: int
-    """Bytes copied between pools by the plan."""
-    n_moves: int
-    """Number of moves of the plan."""
-    gap: float | None = None
-    """Relative gap the ILP solver proved (``None`` for baselines)."""
-    termination: str = ""
-    """Why the ILP solver stopped (empty for baselines)."""
-
-
-@functools.lru_cache(maxsize=16)
-def _context(graph_source: str, system_name: str) -> tuple[Any, Any, Any, float]:
-    """(graph, system, costs, all-fast seconds), loaded once per process."""
-    from autotm_core.baselines import all_fast
-    from autotm_core.costs import resolve_costs
-    from autotm_core.formats import resolve_system
-    from autotm_core.simulation import simulate
-    from autotm_core.sources import load_source
-
-    graph = load_source(graph_source)
-    system = resolve_system(system_name)
-    costs = resolve_costs(graph, system)
-    unbounded = system.with_capacity(system.fast.name, None)
-    ideal = simulate(all_fast(graph, unbounded), graph, unbounded, costs).step_seconds
-    return graph, system, costs, float(ideal)
-
-
-def point_capacity(point: SweepPoint) -> int:
-    """The fast-pool limit in bytes of ``point`` for its graph."""
-    from autotm_core.capacity import fast_capacity
-
-    graph = _context(point.graph, point.system)[0]
-    if ":" in point.limit:
-        return int(fast_capacity(graph, ratio=point.limit))  # type: ignore[arg-type]
-    return int(fast_capacity(graph, nbytes=point.limit))  # type: ignore[arg-type]
-
-
 def run_point(point: SweepPoint) -> PointResult:
-    """Plan ``point`` and simulate the plan (see :func:`plan_point`)."""
+    """Plan ``point`` (see :func:`plan_point`)."""
     return plan_point(point)[0]
 
 
 def plan_point(point: SweepPoint, *,
                start_plans: Sequence[Plan] = ()) -> tuple[PointResult, Plan | None]:
-    """Plan ``point`` and simulate the plan; also return the plan (``None`` without one).
+    """Plan ``point``; also return the plan (``None`` without one).
 
-    An ILP point is warm-started from the best of the greedy plan and ``start_plans``
-    (a neighbouring point's plan). Raises KeyboardInterrupt when the solver was
-    interrupted (the point is then not finished); other planning failures give a
+    An ILP point is warm-started from ``start_plans`` too (a neighbouring point's
+    plan). Raises KeyboardInterrupt when the solver was interrupted (the point is
+    then not finished); a point where no plan fits or none was found gives a
     ``no-plan`` result.
     """
-    graph, system, costs, ideal = _context(point.graph, point.system)
-    capacity = point_capacity(point)
-    base = PointResult(point=point, status="no-plan", fast_capacity_nbytes=capacity,
-                       peak_nbytes=int(graph.liveness.peak_nbytes), all_fast_seconds=ideal)
+    from autotm_core.planning import load_problem, plan
+
+    problem = load_problem(point.graph, point.system, limit=point.limit)
+    base = PointResult(point=point, status="no-plan",
+                       fast_capacity_nbytes=int(problem.fast_capacity_nbytes or 0),
+                       peak_nbytes=problem.peak_nbytes, all_fast_seconds=problem.all_fast_seconds,
+                       n_kernels=len(problem.graph.kernels))
     started = time.perf_counter()
     try:
-        if point.planner in ILP_PLANNERS:
-            facts, plan = _plan_ilp(point, graph, system, costs, capacity, start_plans)
-        else:
-            facts, plan = _plan_baseline(point, graph, system, costs, capacity)
-    except (CapacityError, SolverError) as exc:
+        outcome = plan(problem, point.planner, mode=point.mode, addresses=point.addresses,
+                       solver=point.solver, time_limit_seconds=point.time_limit_seconds,
+                       relative_gap=point.relative_gap, warm_starts=start_plans)
+    except (CapacityError, SolverError, PlanError) as exc:
         logger.info("no plan for %s: %s", point.key, exc.message)
         return attrs.evolve(base, message=exc.message,
                             plan_seconds=time.perf_counter() - started), None
-    result = attrs.evolve(base, status="ok", plan_seconds=time.perf_counter() - started,
-                          step_seconds=facts.step_seconds, moved_nbytes=facts.moved_nbytes,
-                          n_moves=facts.n_moves, gap=facts.gap, termination=facts.termination)
-    return result, plan
-
-
-def _plan_ilp(point: SweepPoint, graph: Any, system: Any, costs: Any, capacity: int,
-              start_plans: Sequence[Plan]) -> tuple[_PlanFacts, Plan]:
-    from autotm_core.ilp.planner import plan_graph
-    from autotm_core.solvers import TerminationCondition
-
-    result = plan_graph(graph, system, fast_capacity_nbytes=capacity, formulation=point.planner,
-                        solver=point.solver, time_limit_seconds=point.time_limit_seconds,
-                        relative_gap=point.relative_gap, costs=costs, start_plans=start_plans)
-    if result.solve.termination is TerminationCondition.INTERRUPTED:
+    if outcome.interrupted:
         raise KeyboardInterrupt
-    gap = result.plan.attributes.get("gap")
-    facts = _facts(result.simulation, result.step_seconds,
-                   gap=None if gap is None else float(gap),
-                   termination=result.solve.termination.value)
-    return facts, result.plan
-
-
-def _plan_baseline(point: SweepPoint, graph: Any, system: Any, costs: Any,
-                   capacity: int) -> tuple[_PlanFacts, Plan]:
-    from autotm_core.baselines import run_baseline
-    from autotm_core.baselines.two_level import two_level_plan
-    from autotm_core.plans import check_plan
-    from autotm_core.simulation import simulate
-
-    cache = None
-    if point.planner == "2lm":
-        plan, cache = two_level_plan(graph, system, fast_capacity_nbytes=capacity)
-    else:
-        plan = run_baseline(point.planner, graph, system, fast_capacity_nbytes=capacity)
-    check_plan(plan, graph, system)
-    sim = simulate(plan, graph, system, costs)
-    # 2LM moves nothing in the plan: its time is the cache model's, not the simulator's
-    step = cache.predicted_seconds if cache is not None else sim.step_seconds
-    return _facts(sim, float(step)), plan
-
-
-def _facts(sim: Any, step_seconds: float, *, gap: float | None = None,
-           termination: str = "") -> _PlanFacts:
-    return _PlanFacts(step_seconds=step_seconds, moved_nbytes=int(sim.pair_nbytes.sum()),
-                      n_moves=int(sim.pair_counts.sum()), gap=gap, termination=termination)
+    solve, model = outcome.solve, outcome.model
+    result = attrs.evolve(
+        base, status="ok", plan_seconds=outcome.plan_seconds, step_seconds=outcome.step_seconds,
+        moved_nbytes=outcome.moved_nbytes, n_moves=outcome.n_moves, source=outcome.source,
+        gap=None if solve is None else solve.gap,
+        termination="" if solve is None else solve.termination,
+        build_seconds=None if solve is None else solve.build_seconds,
+        solve_seconds=None if solve is None else solve.solve_seconds,
+        n_variables=None if model is None else model.variables,
+        n_binaries=None if model is None else model.binaries,
+        n_constraints=None if model is None else model.constraints,
+        n_nonzeros=None if model is None else model.nonzeros)
+    return result, outcome.plan

@@ -84,9 +84,27 @@ class SweepResults:
         return {**envelope(KIND, VERSION), "points": [r.to_json() for r in self.points]}
 
 
+def versions() -> dict[str, str]:
+    """Versions of what produced results: autotm-core, Python, HiGHS, NumPy."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import numpy
+
+    from autotm_core import __version__
+
+    try:
+        highs = version("highspy")
+    except PackageNotFoundError:
+        highs = "not installed"
+    return {"autotm-core": __version__, "python": platform.python_version(),
+            "highspy": highs, "numpy": numpy.__version__}
+
+
 def save_results(path: str | os.PathLike[str], results: Iterable[PointResult]) -> None:
-    """Write the results file atomically."""
-    write_document(path, SweepResults(points=tuple(results)).to_document())
+    """Write the results file atomically, with the versions that wrote it."""
+    write_document(path, {**SweepResults(points=tuple(results)).to_document(),
+                          "versions": versions()})
 
 
 def load_results(path: str | os.PathLike[str]) -> list[PointResult]:

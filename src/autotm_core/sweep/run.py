@@ -20,14 +20,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from autotm_core.errors import UsageError
+from autotm_core.planning import get_planner
 from autotm_core.plans.model import Plan
-from autotm_core.sweep.point import (
-    PointResult,
-    SweepPoint,
-    check_planner,
-    plan_point,
-    run_point,
-)
+from autotm_core.sweep.point import PointResult, SweepPoint, plan_point, run_point
 from autotm_core.sweep.results import SweepResults, load_results, save_results
 
 logger = logging.getLogger(__name__)
@@ -42,15 +37,18 @@ def sweep_points(
     solver: str = "highs",
     time_limit_seconds: float | None = None,
     relative_gap: float = 0.01,
+    mode: str = "auto",
+    addresses: bool = True,
 ) -> list[SweepPoint]:
     """Every (graph, planner, limit) point, graph-major, limits in the order given."""
     if not graphs or not planners or not limits:
         raise UsageError("a sweep needs at least one graph, one planner and one limit",
                          hint="e.g. --ratios 1:1,4:1,8:1 --planners synchronous,first-touch")
     for planner in planners:
-        check_planner(planner)
+        get_planner(planner)
     return [SweepPoint(graph=g, system=system, planner=p, limit=lim, solver=solver,
-                       time_limit_seconds=time_limit_seconds, relative_gap=relative_gap)
+                       time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
+                       mode=mode, addresses=addresses)
             for g, p, lim in itertools.product(graphs, planners, limits)]
 
 
@@ -89,9 +87,9 @@ def run_sweep(
     interrupted = False
     try:
         if executor is None:
-            neighbour: dict[tuple[str, str, str, str], Plan] = {}
+            neighbour: dict[tuple[str, ...], Plan] = {}
             for p in todo:
-                line = (p.graph, p.system, p.planner, p.solver)
+                line = (p.graph, p.system, p.planner, p.solver, p.mode)
                 start = (neighbour[line],) if line in neighbour else ()
                 result, plan = plan_point(p, start_plans=start)
                 if plan is not None:

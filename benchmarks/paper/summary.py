@@ -6,8 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 import attrs
-
-from autotm_core.evaluation.cells import CellResult
+from benchmarks.paper.rows import Row
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -32,7 +31,7 @@ class Mean:
     """Cells asked for."""
 
 
-def of_experiment(results: Iterable[CellResult], experiment: str) -> list[CellResult]:
+def of_experiment(results: Iterable[Row], experiment: str) -> list[Row]:
     """The results of ``experiment``, in the order given."""
     return [r for r in results if r.cell.experiment == experiment]
 
@@ -42,46 +41,46 @@ def ordered(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def lookup(results: Sequence[CellResult]) -> dict[tuple[str, str, str], CellResult]:
-    """(label, limit, policy) -> result."""
-    return {(r.cell.label, r.cell.limit, r.cell.policy): r for r in results}
+def lookup(results: Sequence[Row]) -> dict[tuple[str, str, str], Row]:
+    """(label, limit, planner) -> result."""
+    return {(r.cell.label, r.cell.limit, r.cell.planner): r for r in results}
 
 
-def mean_slowdown(results: Iterable[CellResult], *, policy: str,
+def mean_slowdown(results: Iterable[Row], *, planner: str,
                   limits: Sequence[str] | None = None) -> Mean:
-    """Geometric-mean slowdown of ``policy`` over the cells at ``limits`` (all when ``None``)."""
-    chosen = [r for r in results if r.cell.policy == policy
+    """Geometric-mean slowdown of ``planner`` over the cells at ``limits`` (all when ``None``)."""
+    chosen = [r for r in results if r.cell.planner == planner
               and (limits is None or r.cell.limit in limits)]
-    values = [r.slowdown for r in chosen if r.slowdown is not None]
+    values = [r.result.slowdown for r in chosen if r.result.slowdown is not None]
     return Mean(value=geomean(values), n=len(values), of=len(chosen))
 
 
-def best_ilp(results: Sequence[CellResult], policies: Sequence[str]) -> list[CellResult]:
-    """Per (workload, limit), the ILP result with the smallest step time among ``policies``.
+def best_ilp(results: Sequence[Row], planners: Sequence[str]) -> list[Row]:
+    """Per (workload, limit), the ILP result with the smallest step time among ``planners``.
 
     AutoTM's headline figure is the better of its formulations for each point.
     """
-    best: dict[tuple[str, str], CellResult] = {}
+    best: dict[tuple[str, str], Row] = {}
     for r in results:
-        if r.cell.policy not in policies or r.slowdown is None:
+        if r.cell.planner not in planners or r.result.slowdown is None:
             continue
         key = (r.cell.label, r.cell.limit)
-        if key not in best or r.slowdown < best[key].slowdown:  # type: ignore[operator]
+        if key not in best or r.result.slowdown < best[key].result.slowdown:  # type: ignore[operator]
             best[key] = r
     return list(best.values())
 
 
-def speedups_over(results: Sequence[CellResult], *, baseline: str,
-                  policy: str) -> dict[str, float | None]:
-    """Per workload label: ``baseline``'s step time over ``policy``'s (at the same limit)."""
+def speedups_over(results: Sequence[Row], *, baseline: str,
+                  planner: str) -> dict[str, float | None]:
+    """Per workload label: ``baseline``'s step time over ``planner``'s (at the same limit)."""
     table = lookup(results)
     out: dict[str, float | None] = {}
     for r in results:
-        if r.cell.policy != policy:
+        if r.cell.planner != planner:
             continue
         other = table.get((r.cell.label, r.cell.limit, baseline))
-        if r.step_seconds and other is not None and other.step_seconds is not None:
-            out[r.cell.label] = other.step_seconds / r.step_seconds
+        if r.result.step_seconds and other is not None and other.result.step_seconds is not None:
+            out[r.cell.label] = other.result.step_seconds / r.result.step_seconds
         else:
             out[r.cell.label] = None
     return out

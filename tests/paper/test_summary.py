@@ -1,30 +1,15 @@
-"""Geometric means, slowdowns and speedups over evaluation results."""
+"""Geometric means, slowdowns and speedups over the evaluation's rows."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
+from benchmarks.paper.summary import best_ilp, geomean, mean_slowdown, percent, speedups_over
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autotm_core.evaluation.cells import Cell, CellResult
-from autotm_core.evaluation.summary import (
-    best_ilp,
-    geomean,
-    mean_slowdown,
-    percent,
-    speedups_over,
-)
-
-
-def result(label: str, limit: str, policy: str, step: float | None, *,
-           ideal: float = 1.0, experiment: str = "conventional") -> CellResult:
-    cell = Cell(experiment=experiment, label=label, spec=label, system="optane-2019",
-                limit=limit, policy=policy, time_limit_seconds=1.0, relative_gap=0.01)
-    return CellResult(cell=cell, status="ok" if step is not None else "no-plan", n_kernels=1,
-                      peak_nbytes=100, fast_capacity_nbytes=50, all_fast_seconds=ideal,
-                      step_seconds=step, message="" if step is not None else "too small")
+from paper.rows import row as result
 
 
 def test_geomean_of_known_values() -> None:
@@ -46,10 +31,10 @@ def test_mean_slowdown_counts_cells_without_plan() -> None:
                result("b", "1:1", "static", 9.0, ideal=1.0),
                result("c", "1:1", "static", None),
                result("a", "4:1", "static", 5.0, ideal=1.0)]
-    mean = mean_slowdown(results, policy="static", limits=["1:1"])
+    mean = mean_slowdown(results, planner="static", limits=["1:1"])
     assert mean.value == pytest.approx(math.sqrt(18.0))
     assert (mean.n, mean.of) == (2, 3)
-    assert mean_slowdown(results, policy="greedy").value is None
+    assert mean_slowdown(results, planner="greedy").value is None
 
 
 def test_percent() -> None:
@@ -60,12 +45,12 @@ def test_percent() -> None:
 def test_best_ilp_takes_the_faster_formulation_per_point() -> None:
     results = [result("a", "1:1", "static", 1.5), result("a", "1:1", "synchronous", 1.2),
                result("b", "1:1", "static", 1.1), result("b", "1:1", "synchronous", None)]
-    best = {r.cell.label: r.cell.policy for r in best_ilp(results, ("static", "synchronous"))}
+    best = {r.cell.label: r.cell.planner for r in best_ilp(results, ("static", "synchronous"))}
     assert best == {"a": "synchronous", "b": "static"}
 
 
 def test_speedup_over_2lm() -> None:
     results = [result("a", "r", "synchronous", 2.0), result("a", "r", "2lm", 5.0),
                result("b", "r", "synchronous", 2.0)]
-    assert speedups_over(results, baseline="2lm", policy="synchronous") == {
+    assert speedups_over(results, baseline="2lm", planner="synchronous") == {
         "a": pytest.approx(2.5), "b": None}

@@ -6,24 +6,23 @@ import sys
 from pathlib import Path
 
 import pytest
-from eval_tiny import tiny_profile
-from test_summary import result
+from benchmarks.paper.markdown import render, solver_notes, table
+from benchmarks.paper.report import write_report
 
 from autotm_core.errors import UsageError
-from autotm_core.evaluation.experiments import Experiment, Profile, Workload
-from autotm_core.evaluation.markdown import render, table
-from autotm_core.evaluation.report import write_report
-from autotm_core.evaluation.store import versions
+from autotm_core.sweep.grid import Experiment, Grid, GridGraph
+from autotm_core.sweep.results import versions
+from paper.rows import row as result
 
 
-def _profile() -> Profile:
-    w = [Workload(label=n, spec=n, paper="p") for n in ("a", "b")]
-    return Profile(name="fixed", description="fixed", time_limit_seconds=1.0, experiments=(
+def _grid() -> Grid:
+    g = [GridGraph(source=n, label=n, note="p") for n in ("a", "b")]
+    return Grid(name="fixed", description="fixed", time_limit_seconds=1.0, experiments=(
         Experiment(name="conventional", title="Conventional", system="optane-2019",
-                   workloads=tuple(w), limits=("1:1", "4:1"),
-                   policies=("static", "synchronous", "first-touch")),
-        Experiment(name="large", title="Large", system="optane-2019", workloads=(w[0],),
-                   limits=("465:185",), policies=("synchronous", "first-touch", "2lm")),
+                   graphs=tuple(g), limits=("1:1", "4:1"),
+                   planners=("static", "synchronous", "first-touch")),
+        Experiment(name="large", title="Large", system="optane-2019", graphs=(g[0],),
+                   limits=("465:185",), planners=("synchronous", "first-touch", "2lm")),
     ))
 
 
@@ -42,7 +41,7 @@ def test_table_is_markdown() -> None:
 
 
 def test_render_puts_our_figures_next_to_the_paper() -> None:
-    text = render(_results(), _profile(), command="python benchmarks/paper_eval.py",
+    text = render(_results(), _grid(), command="python benchmarks/paper_eval.py",
                   versions={"numpy": "1"}, wall_seconds=60.0, figures=["x.png"],
                   differences="DIFF")
     assert "27.7%" in text and "71.9%" in text and "2x" in text
@@ -59,7 +58,7 @@ def test_render_puts_our_figures_next_to_the_paper() -> None:
 
 def test_write_report_with_figures(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    path = write_report(_results(), _profile(), docs_dir=tmp_path, command="c")
+    path = write_report(_results(), _grid(), docs_dir=tmp_path, command="c")
     figure = tmp_path / "figures" / "slowdown-conventional.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "slowdown-conventional.png" in path.read_text()
@@ -69,9 +68,9 @@ def test_missing_matplotlib_names_the_extra(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an absent package looks like
     with pytest.raises(UsageError) as info:
-        write_report(_results(), _profile(), docs_dir=tmp_path, command="c")
+        write_report(_results(), _grid(), docs_dir=tmp_path, command="c")
     assert "autotm-core[plots]" in (info.value.hint or "")
-    write_report(_results(), _profile(), docs_dir=tmp_path, command="c", plots=False)
+    write_report(_results(), _grid(), docs_dir=tmp_path, command="c", plots=False)
     assert (tmp_path / "results.md").exists()
 
 
@@ -79,15 +78,12 @@ def test_versions_name_what_produced_the_results() -> None:
     assert set(versions()) == {"autotm-core", "python", "highspy", "numpy"}
 
 
-def test_tiny_profile_report_without_results(tmp_path: Path) -> None:
-    text = write_report([], tiny_profile(), docs_dir=tmp_path, command="c",
-                        plots=False).read_text()
+def test_report_without_results(tmp_path: Path) -> None:
+    text = write_report([], _grid(), docs_dir=tmp_path, command="c", plots=False).read_text()
     assert "_not run_" in text
 
 
 def test_solver_notes_count_plans_no_better_than_greedy() -> None:
-    from autotm_core.evaluation.markdown import solver_notes
-
     results = [result("a", "1:1", "synchronous", 1.3), result("a", "1:1", "static", 1.2),
                result("a", "1:1", "greedy", 1.3), result("b", "1:1", "synchronous", 1.1),
                result("b", "1:1", "greedy", 1.4)]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from autotm_core.evaluation import paper
-from autotm_core.evaluation.cells import CellResult
-from autotm_core.evaluation.experiments import ILP_POLICIES, Profile
-from autotm_core.evaluation.summary import (
+from benchmarks.paper import figures as paper
+from benchmarks.paper.rows import Row
+from benchmarks.paper.summary import (
     best_ilp,
     geomean,
     lookup,
@@ -17,6 +16,9 @@ from autotm_core.evaluation.summary import (
     percent,
     speedups_over,
 )
+
+from autotm_core.planning import ILP_PLANNERS
+from autotm_core.sweep.grid import Grid
 from autotm_core.units import format_bytes
 
 
@@ -31,73 +33,78 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def grid_section(results: Sequence[CellResult]) -> str:
-    """Slowdown of each policy per workload, one table per limit, geometric means below."""
+def grid_section(results: Sequence[Row]) -> str:
+    """Slowdown of each planner per workload, one table per limit, geometric means below."""
     if not results:
         return "_not run_"
-    policies = ordered(r.cell.policy for r in results)
+    planners = ordered(r.cell.planner for r in results)
     labels = ordered(r.cell.label for r in results)
     limits = ordered(r.cell.limit for r in results)
     cells = lookup(results)
     if len(labels) == 1:
         rows = [[_limit_text(limit), format_bytes(_capacity(results, limit))]
-                + [percent(cells[(labels[0], limit, p)].slowdown)
-                   if (labels[0], limit, p) in cells else "-" for p in policies]
+                + [percent(cells[(labels[0], limit, p)].result.slowdown)
+                   if (labels[0], limit, p) in cells else "-" for p in planners]
                 for limit in limits]
-        return f"{labels[0]}:\n\n" + table(["fast memory", "fast limit", *policies], rows)
+        return f"{labels[0]}:\n\n" + table(["fast memory", "fast limit", *planners], rows)
     parts = []
     for limit in limits:
-        rows = [[label] + [percent(cells[(label, limit, p)].slowdown)
-                           if (label, limit, p) in cells else "-" for p in policies]
+        rows = [[label] + [percent(cells[(label, limit, p)].result.slowdown)
+                           if (label, limit, p) in cells else "-" for p in planners]
                 for label in labels]
         at = [r for r in results if r.cell.limit == limit]
-        rows.append(["**geometric mean**"] + [_mean(at, p) for p in policies])
+        rows.append(["**geometric mean**"] + [_mean(at, p) for p in planners])
         parts.append(f"Fast memory at {_limit_text(limit)}:\n\n"
-                     + table(["network", *policies], rows))
+                     + table(["network", *planners], rows))
     if len(limits) > 1:
-        rows = [["all limits"] + [_mean(results, p) for p in policies]]
+        rows = [["all limits"] + [_mean(results, p) for p in planners]]
         parts.append("Geometric mean over every network and limit:\n\n"
-                     + table(["", *policies], rows))
+                     + table(["", *planners], rows))
     return "\n\n".join(parts)
 
 
-def _mean(results: Sequence[CellResult], policy: str) -> str:
-    mean = mean_slowdown(results, policy=policy)
+def _mean(results: Sequence[Row], planner: str) -> str:
+    mean = mean_slowdown(results, planner=planner)
     text = percent(mean.value)
     return text if mean.n == mean.of else f"{text} ({mean.n} of {mean.of})"
 
 
 def _limit_text(limit: str) -> str:
+    if "=" in limit:
+        return f"{limit} (each pool named: peak live / (r + 1))"
     if ":" in limit:
         return f"slow:fast {limit} (peak live / ({limit.split(':')[0]}/{limit.split(':')[1]} + 1))"
     return limit
 
 
-def _capacity(results: Sequence[CellResult], limit: str) -> int:
-    return next(r.fast_capacity_nbytes for r in results if r.cell.limit == limit)
+def _capacity(results: Sequence[Row], limit: str) -> int:
+    return next(r.result.fast_capacity_nbytes for r in results if r.cell.limit == limit)
 
 
-def scale_section(results: Sequence[CellResult], profile: Profile) -> str:
+def scale_section(results: Sequence[Row], grid: Grid) -> str:
     """Each workload: zoo spec, the paper's setting, kernels, peak live bytes."""
     rows, seen = [], set()
-    paper_of = {w.spec: w.paper for e in profile.experiments for w in e.workloads}
     for r in results:
-        if r.cell.spec in seen:
+        if r.cell.source in seen:
             continue
-        seen.add(r.cell.spec)
-        rows.append([r.cell.label, f"`{r.cell.spec}`", paper_of.get(r.cell.spec, ""),
-                     str(r.n_kernels), format_bytes(r.peak_nbytes)])
+        seen.add(r.cell.source)
+        rows.append([r.cell.label, f"`{r.cell.source}`", r.cell.note,
+                     str(r.result.n_kernels), format_bytes(r.result.peak_nbytes)])
     return table(["workload", "zoo spec", "stands for (paper)", "kernels", "peak live"], rows)
 
 
-def ilp_section(results: Sequence[CellResult]) -> str:
+def ilp_section(results: Sequence[Row]) -> str:
     """Model size, solve time and gap of every ILP cell."""
-    rows = [[r.cell.experiment, r.cell.label, r.cell.limit, r.cell.policy, str(r.n_kernels),
-             _count(r.n_variables), _count(r.n_binaries), _count(r.n_constraints),
-             _count(r.n_nonzeros), _seconds(r.build_seconds), _seconds(r.solve_seconds),
-             _seconds(r.plan_seconds), "-" if r.gap is None else f"{r.gap * 100:.2f}%",
-             r.termination or r.status]
-            for r in results if r.cell.policy in ILP_POLICIES]
+    rows = []
+    for r in results:
+        if r.cell.planner not in ILP_PLANNERS:
+            continue
+        x = r.result
+        rows.append([r.cell.experiment, r.cell.label, r.cell.limit, r.cell.planner,
+                     str(x.n_kernels), _count(x.n_variables), _count(x.n_binaries),
+                     _count(x.n_constraints), _count(x.n_nonzeros), _seconds(x.build_seconds),
+                     _seconds(x.solve_seconds), _seconds(x.plan_seconds),
+                     "-" if x.gap is None else f"{x.gap * 100:.2f}%", x.termination or x.status])
     return table(["experiment", "network", "limit", "formulation", "kernels", "variables",
                   "binaries", "rows", "nonzeros", "build s", "solve s", "total s", "gap",
                   "stopped"], rows)
@@ -107,20 +114,21 @@ def _count(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def large_section(results: Sequence[CellResult]) -> str:
+def large_section(results: Sequence[Row]) -> str:
     """The large networks: slowdowns and the ILP's speedup over 2LM."""
     if not results:
         return "_not run_"
     cells = lookup(results)
-    speedups = speedups_over(results, baseline="2lm", policy="synchronous")
+    speedups = speedups_over(results, baseline="2lm", planner="synchronous")
     rows = []
     for r in results:
-        if r.cell.policy != "synchronous":
+        if r.cell.planner != "synchronous":
             continue
-        row = [r.cell.label, format_bytes(r.peak_nbytes), format_bytes(r.fast_capacity_nbytes)]
+        row = [r.cell.label, format_bytes(r.result.peak_nbytes),
+               format_bytes(r.result.fast_capacity_nbytes)]
         for p in ("synchronous", "first-touch", "2lm"):
             other = cells.get((r.cell.label, r.cell.limit, p))
-            row.append(percent(other.slowdown) if other else "-")
+            row.append(percent(other.result.slowdown) if other else "-")
         s = speedups.get(r.cell.label)
         row.append("-" if s is None else f"{s:.2f}x")
         rows.append(row)
@@ -128,12 +136,12 @@ def large_section(results: Sequence[CellResult]) -> str:
                   "2LM", "2LM time / ILP time"], rows)
 
 
-def paper_section(conventional: Sequence[CellResult], large: Sequence[CellResult]) -> str:
+def paper_section(conventional: Sequence[Row], large: Sequence[Row]) -> str:
     """Our headline figures next to the paper's."""
     best = best_ilp(conventional, ("static", "synchronous"))
-    ours_ilp = geomean(r.slowdown for r in best if r.slowdown is not None)
-    ours_ft = mean_slowdown(conventional, policy="first-touch")
-    speed = [s for s in speedups_over(large, baseline="2lm", policy="synchronous").values()
+    ours_ilp = geomean(r.result.slowdown for r in best if r.result.slowdown is not None)
+    ours_ft = mean_slowdown(conventional, planner="first-touch")
+    speed = [s for s in speedups_over(large, baseline="2lm", planner="synchronous").values()
              if s is not None]
     g = geomean(speed)
     rows = [
@@ -143,9 +151,9 @@ def paper_section(conventional: Sequence[CellResult], large: Sequence[CellResult
         ["First-touch NUMA geometric-mean slowdown",
          f"{paper.PAPER_FIRST_TOUCH_GEOMEAN_SLOWDOWN * 100:.1f}%", percent(ours_ft.value)],
         ["Synchronous ILP alone", "-", percent(mean_slowdown(conventional,
-                                                             policy="synchronous").value)],
+                                                             planner="synchronous").value)],
         ["Asynchronous ILP alone", "-", percent(mean_slowdown(conventional,
-                                                              policy="asynchronous").value)],
+                                                              planner="asynchronous").value)],
         ["Speedup over 2LM, large networks (geometric mean)",
          f"{paper.PAPER_SPEEDUP_OVER_2LM:.0f}x (up to 3x, DenseNet)",
          "-" if g is None else f"{g:.2f}x"],
@@ -166,15 +174,15 @@ sequence x 50,257 vocabulary, 53 GB each at batch 256) and the S x S attention s
 probabilities (13 GB each per layer; the zoo's `attention=fused` variant removes them)."""
 
 
-def solver_notes(results: Sequence[CellResult]) -> str:
+def solver_notes(results: Sequence[Row]) -> str:
     """How many ILP solves the time limit stopped, and how many did no better than greedy."""
-    greedy = {(r.cell.experiment, r.cell.label, r.cell.limit): r.step_seconds
-              for r in results if r.cell.policy == "greedy" and r.step_seconds}
-    ilp = [r for r in results if r.cell.policy in ILP_POLICIES and r.status == "ok"]
-    stopped = [r for r in ilp if r.termination not in ("", "optimal", "gap_reached")]
-    no_better = [r for r in ilp if r.step_seconds is not None
+    greedy = {(r.cell.experiment, r.cell.label, r.cell.limit): r.result.step_seconds
+              for r in results if r.cell.planner == "greedy" and r.result.step_seconds}
+    ilp = [r for r in results if r.cell.planner in ILP_PLANNERS and r.result.status == "ok"]
+    stopped = [r for r in ilp if r.result.termination not in ("", "optimal", "gap_reached")]
+    no_better = [r for r in ilp if r.result.step_seconds is not None
                  and (r.cell.experiment, r.cell.label, r.cell.limit) in greedy
-                 and r.step_seconds >= greedy[r.cell.experiment, r.cell.label, r.cell.limit]
+                 and r.result.step_seconds >= greedy[r.cell.experiment, r.cell.label, r.cell.limit]
                  * (1 - 1e-3)]
     return (f"Of {len(ilp)} ILP plans, {len(stopped)} were stopped by the time limit before "
             f"reaching the gap asked for, and {len(no_better)} are no better than the greedy "
@@ -184,21 +192,21 @@ def solver_notes(results: Sequence[CellResult]) -> str:
             "(the static plans are among theirs) is the same effect.")
 
 
-def failures_section(results: Sequence[CellResult]) -> str:
+def failures_section(results: Sequence[Row]) -> str:
     """Cells without a plan, and why."""
-    rows = [[r.cell.experiment, r.cell.label, r.cell.limit, r.cell.policy, r.message]
-            for r in results if r.status != "ok"]
+    rows = [[r.cell.experiment, r.cell.label, r.cell.limit, r.cell.planner, r.result.message]
+            for r in results if r.result.status != "ok"]
     if not rows:
         return "Every cell has a plan."
-    return table(["experiment", "network", "limit", "policy", "why no plan"], rows)
+    return table(["experiment", "network", "limit", "planner", "why no plan"], rows)
 
 
-def render(results: Sequence[CellResult], profile: Profile, *, command: str,
+def render(results: Sequence[Row], grid: Grid, *, command: str,
            versions: Mapping[str, str], wall_seconds: float | None,
            figures: Sequence[str], differences: str) -> str:
     """The whole of docs/results.md."""
-    by = {e.name: of_experiment(results, e.name) for e in profile.experiments}
-    titles = {e.name: e.title for e in profile.experiments}
+    by = {e.name: of_experiment(results, e.name) for e in grid.experiments}
+    titles = {e.name: e.title for e in grid.experiments}
     version_text = ", ".join(f"{k} {v}" for k, v in versions.items())
     out = [
         "# Results: the paper's evaluation, reproduced and extended",
@@ -207,18 +215,20 @@ def render(results: Sequence[CellResult], profile: Profile, *, command: str,
         "**prediction** of the simulator under the analytic roofline cost model of each "
         "memory-system preset, not a measurement (see *Differences from the paper*).",
         "",
-        f"- Command: `{command}` (also `python -m autotm_core evaluate`, or `nox -s paper`); "
-        "an interrupted run resumes from its results file `docs/results-PROFILE.json`. The "
-        "paper's own networks: `--profile full-depth --time-limit 300`; its exact batch "
-        "sizes: `--profile paper` (hours).",
+        f"- Command: `{command}` (or `nox -s paper`); "
+        "an interrupted run resumes from its results file `docs/results-GRID.json`. The "
+        "paper's own networks: `--grid full-depth --time-limit 300`; its exact batch "
+        "sizes: `--grid paper` (hours). The grids are `benchmarks/grids/*.json`, planned by "
+        "`python -m autotm_core sweep --grid FILE` like any other sweep.",
         f"- Versions: {version_text}",
-        f"- Profile `{profile.name}`: {profile.description}.",
-        f"- ILP: HiGHS, {profile.relative_gap * 100:g}% relative gap, "
-        f"{profile.time_limit_seconds:g} s limit per solve; the greedy plan is offered as a "
+        f"- Grid `{grid.name}`: {grid.description}.",
+        f"- ILP: HiGHS, {grid.relative_gap * 100:g}% relative gap, "
+        f"{grid.time_limit_seconds:g} s limit per point, {grid.mode} mode, addresses "
+        f"{'fitted' if grid.addresses else 'not fitted'}; the greedy plan is offered as a "
         "warm start. Slowdown = predicted step time / step time with everything in the "
         "fastest pool (no limit). The fast limit for PMM:DRAM ratio r is peak live / (r + 1).",
     ]
-    planning = sum(r.plan_seconds for r in results)
+    planning = sum(r.result.plan_seconds for r in results)
     out.append(f"- Planning time summed over the {len(results)} cells: {planning / 60:.1f} min"
                " (graph building, cost tables and all-fast simulations not included)"
                + ("" if wall_seconds is None else
@@ -227,7 +237,7 @@ def render(results: Sequence[CellResult], profile: Profile, *, command: str,
             paper_section(by.get("conventional", []), by.get("large", [])), "",
             "## Differences from the paper", "", differences, "", solver_notes(results), "",
             "## Reading the systems beyond the paper", "", BEYOND, "",
-            "## Workloads and their scale", "", scale_section(results, profile)]
+            "## Workloads and their scale", "", scale_section(results, grid)]
     for name in by:
         body = large_section(by[name]) if name == "large" else grid_section(by[name])
         out += ["", f"## {titles[name]}", "", body]

@@ -6,11 +6,12 @@ import logging
 import os
 from pathlib import Path
 
-from autotm_core.evaluation.cells import CellResult
-from autotm_core.evaluation.experiments import Profile
-from autotm_core.evaluation.markdown import render
-from autotm_core.evaluation.store import versions
-from autotm_core.evaluation.summary import of_experiment
+from benchmarks.paper.markdown import render
+from benchmarks.paper.rows import Row
+from benchmarks.paper.summary import of_experiment
+
+from autotm_core.sweep.grid import Grid
+from autotm_core.sweep.results import versions
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ DIFFERENCES = """\
   latency-bound), so first-touch and 2LM, which leave hot tensors in PMM, look better here
   than measured; kernels that are compute-bound in the model lose nothing in PMM at all.
 - **Graphs and sizes.** Zoo graphs (framework-like kernels, exact sizes) stand in for
-  nGraph's; the `quick` profile runs smaller batches and ResNet-50 / DenseNet-121 for
+  nGraph's; the `quick` grid runs smaller batches and ResNet-50 / DenseNet-121 for
   ResNet-200 / DenseNet-264 (same block types, fewer blocks; the ILP's size is the number
   of kernels, which the batch does not change). PMM:DRAM ratios are taken over each graph's
   own peak live bytes as in the paper, and the large networks keep the paper's
@@ -46,22 +47,22 @@ DIFFERENCES = """\
 - **Large networks.** The paper's 2x over 2LM came from measured Memory Mode, whose
   64 B direct-mapped lines suffer conflict misses and write each dirty line back to PMM at
   its poor write bandwidth. Under the roofline model, a compute-bound network (VGG) loses little to
-  any cache, so our ratio is smaller; the `quick` profile also runs only two stand-ins
+  any cache, so our ratio is smaller; the `quick` grid also runs only two stand-ins
   (ResNet-50 for ResNet-200, VGG-19 for VGG-416), not DenseNet, where the paper saw 3x.
 - **AutoTM's headline** is compared with the better of our static and synchronous plans
   at each point (the paper's Optane results used those two formulations); the
   asynchronous formulation, which the paper used on the GPU, is shown separately."""
 
 
-def write_report(results: list[CellResult], profile: Profile, *,
+def write_report(results: list[Row], grid: Grid, *,
                  docs_dir: str | os.PathLike[str], command: str, plots: bool = True,
                  wall_seconds: float | None = None) -> Path:
     """Write ``docs_dir``/results.md (and the figures under ``docs_dir``/figures)."""
     docs = Path(docs_dir)
     figures: list[str] = []
     if plots:
-        figures = write_figures(results, profile, docs / "figures")
-    text = render(results, profile, command=command, versions=versions(),
+        figures = write_figures(results, grid, docs / "figures")
+    text = render(results, grid, command=command, versions=versions(),
                   wall_seconds=wall_seconds, figures=figures, differences=DIFFERENCES)
     path = docs / "results.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,14 +71,15 @@ def write_report(results: list[CellResult], profile: Profile, *,
     return path
 
 
-def write_figures(results: list[CellResult], profile: Profile,
+def write_figures(results: list[Row], grid: Grid,
                   folder: Path) -> list[str]:
     """The PNG figures; returns their file names."""
-    from autotm_core.evaluation.plots import slowdown_per_ratio, slowdown_vs_size
+    from benchmarks.paper.plots import slowdown_per_ratio, slowdown_vs_size
 
     names = []
-    for experiment in profile.experiments:
-        chosen = [r for r in of_experiment(results, experiment.name) if r.slowdown is not None]
+    for experiment in grid.experiments:
+        chosen = [r for r in of_experiment(results, experiment.name)
+                  if r.result.slowdown is not None]
         if not chosen:
             continue
         name = f"slowdown-{experiment.name}.png"

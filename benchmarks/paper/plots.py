@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paper.rows import Row
+from benchmarks.paper.summary import mean_slowdown, ordered
+
 from autotm_core.errors import UsageError
-from autotm_core.evaluation.cells import CellResult
-from autotm_core.evaluation.summary import mean_slowdown, ordered
 
 
 def _pyplot() -> Any:
@@ -26,40 +27,41 @@ def _pyplot() -> Any:
     return plt
 
 
-def slowdown_per_ratio(results: Sequence[CellResult], path: str | os.PathLike[str], *,
+def slowdown_per_ratio(results: Sequence[Row], path: str | os.PathLike[str], *,
                        title: str) -> None:
-    """Grouped bars: geometric-mean slowdown of each policy at each limit."""
+    """Grouped bars: geometric-mean slowdown of each planner at each limit."""
     plt = _pyplot()
-    policies = ordered(r.cell.policy for r in results)
+    planners = ordered(r.cell.planner for r in results)
     limits = ordered(r.cell.limit for r in results)
-    width = 0.8 / max(len(policies), 1)
+    width = 0.8 / max(len(planners), 1)
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for i, policy in enumerate(policies):
+    for i, planner in enumerate(planners):
         means = [mean_slowdown([r for r in results if r.cell.limit == limit],
-                               policy=policy).value for limit in limits]
-        xs = [j + (i - (len(policies) - 1) / 2) * width for j in range(len(limits))]
-        ax.bar(xs, [0.0 if m is None else m for m in means], width, label=policy)
+                               planner=planner).value for limit in limits]
+        xs = [j + (i - (len(planners) - 1) / 2) * width for j in range(len(limits))]
+        ax.bar(xs, [0.0 if m is None else m for m in means], width, label=planner)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(limits)), [f"{limit} (slow:fast)" if ":" in limit else limit
                                        for limit in limits])
     ax.set_ylabel("geometric-mean slowdown vs all-DRAM (x)")
     ax.set_title(title)
-    ax.legend(fontsize="small", ncols=len(policies), loc="upper center",
+    ax.legend(fontsize="small", ncols=len(planners), loc="upper center",
               bbox_to_anchor=(0.5, -0.1))
     _save(fig, plt, path)
 
 
-def slowdown_vs_size(results: Sequence[CellResult], path: str | os.PathLike[str], *,
+def slowdown_vs_size(results: Sequence[Row], path: str | os.PathLike[str], *,
                      title: str) -> None:
-    """Lines: slowdown of each policy against the fast limit as a share of peak live bytes."""
+    """Lines: slowdown of each planner against the fast limit as a share of peak live bytes."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for policy in ordered(r.cell.policy for r in results):
-        points = sorted((r.fast_capacity_nbytes / r.peak_nbytes, r.slowdown)
-                        for r in results if r.cell.policy == policy and r.slowdown is not None)
+    for planner in ordered(r.cell.planner for r in results):
+        points = sorted((r.result.fast_capacity_nbytes / r.result.peak_nbytes, r.result.slowdown)
+                        for r in results
+                        if r.cell.planner == planner and r.result.slowdown is not None)
         if points:
             ax.plot([p[0] * 100 for p in points], [p[1] for p in points], marker="o",
-                    label=policy)
+                    label=planner)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel("fast memory, % of peak live bytes")
     ax.set_ylabel("slowdown vs all-fast (x)")

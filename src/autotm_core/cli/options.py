@@ -1,0 +1,185 @@
+"""Options every command shares, each written once, and the inputs they load.
+
+A command adds what it takes (``add_graph``, ``add_system``, ``add_limit``,
+``add_ilp_options``, ...) and turns the parsed values into library objects with
+:func:`problem_of`, :func:`plan_inputs` and :func:`ilp_settings`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autotm_core.capacity import Limit
+    from autotm_core.ir import Graph
+    from autotm_core.memory import MemorySystem
+    from autotm_core.planning import Problem
+    from autotm_core.plans import Plan
+
+SOURCE_HELP = (
+    "a graph file (.json), or FRONTEND:ARGUMENT for a frontend plugin, e.g. example:mlp, "
+    "example:chain-1000, zoo:resnet50:batch=8"
+)
+SYSTEM_HELP = "a memory-system preset (e.g. optane-2019) or a memory-system file (.json)"
+
+
+def add_graph(parser: argparse.ArgumentParser) -> None:
+    """The GRAPH argument."""
+    parser.add_argument("graph", metavar="GRAPH", help=SOURCE_HELP)
+
+
+def add_system(parser: argparse.ArgumentParser, *, required: bool = True,
+               flag: str = "--system") -> None:
+    """``--system PRESET_OR_FILE``."""
+    parser.add_argument(flag, required=required, metavar="SYSTEM", help=SYSTEM_HELP)
+
+
+def add_limit(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """``--fast-capacity SIZE``, ``--ratio PMM:DRAM`` or ``--limit POOL=LIMIT,...`` (one)."""
+    limit = parser.add_mutually_exclusive_group(required=required)
+    own = "" if required else " (default: the system's own capacities)"
+    limit.add_argument("--fast-capacity", metavar="SIZE",
+                       help=f"limit of the fastest pool, e.g. 16GiB, 512MiB{own}")
+    limit.add_argument("--ratio", metavar="PMM:DRAM",
+                       help="limit the fastest pool to peak live bytes / (PMM/DRAM + 1), "
+                       "e.g. 4:1")
+    limit.add_argument("--limit", metavar="POOL=LIMIT,...",
+                       help="per-pool limits, each a size or a PMM:DRAM ratio, e.g. "
+                       "hbm=4:1,dram=4:1")
+
+
+def add_costs(parser: argparse.ArgumentParser) -> None:
+    """``--costs FILE``."""
+    parser.add_argument("--costs", metavar="FILE",
+                        help="a kernel cost file (default: the analytic roofline of the system)")
+
+
+def add_output(parser: argparse.ArgumentParser, what: str = "the plan", *,
+               required: bool = False, metavar: str = "PLAN") -> None:
+    """``-o / --output FILE``."""
+    parser.add_argument("-o", "--output", required=required, metavar=metavar,
+                        help=f"write {what} to this file")
+
+
+def add_json(parser: argparse.ArgumentParser, what: str = "the facts") -> None:
+    """``--json``."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def add_top(parser: argparse.ArgumentParser, what: str = "by time") -> None:
+    """``--top N``: how many kernels a report lists."""
+    parser.add_argument("--top", type=int, default=10, metavar="N",
+                        help=f"kernels listed {what} (default 10)")
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The PLAN, --graph and --system arguments of the commands that read a plan."""
+    parser.add_argument("plan", metavar="PLAN", help="a plan file (.json)")
+    parser.add_argument("--graph", required=True, metavar="GRAPH", help=SOURCE_HELP)
+    add_system(parser)
+
+
+def add_ilp_options(parser: argparse.ArgumentParser, *, time_limit: float | None = None,
+                    solver: bool = True) -> None:
+    """``--solver``, ``--time-limit``, ``--gap``, ``--mode`` and ``--no-addresses``."""
+    if solver:
+        parser.add_argument("--solver", default="highs", metavar="NAME",
+                            help="solver plugin: highs (default), cbc, glpk, or a third party's")
+    default = "none" if time_limit is None else f"{time_limit:g}"
+    parser.add_argument("--time-limit", type=float, default=time_limit, metavar="SECONDS",
+                        help="stop each ILP after this long and keep its best plan (reported "
+                        f"as not proven optimal; default {default})")
+    parser.add_argument("--gap", type=float, default=0.01, metavar="FRACTION",
+                        help="stop at this relative gap to the bound (default 0.01: 1%%)")
+    parser.add_argument("--mode", choices=("exact", "approximate", "auto"), default="auto",
+                        help="exact ILP; approximate (planned a stretch at a time within "
+                        "--time-limit, 60 s by default, with a proven bound); auto: exact up to "
+                        "2,000 kernels (default: auto)")
+    parser.add_argument("--no-addresses", action="store_true",
+                        help="skip address assignment (capacity then holds in aggregate only)")
+
+
+def split(text: str) -> list[str]:
+    """The non-empty items of a comma-separated list."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def parse_pairs(values: list[str], what: str,
+                convert: Callable[[str], int]) -> dict[str, int]:
+    """``POOL=VALUE`` options as a dict; one :class:`UsageError` naming a malformed one."""
+    from autotm_core.errors import UsageError
+
+    out = {}
+    for value in values:
+        name, sep, number = value.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError(value)
+            out[name] = convert(number)
+        except (ValueError, UsageError):
+            raise UsageError(f"{what} {value!r} is not POOL=VALUE",
+                             hint=f"e.g. {what} pmm=0" if what == "--bind" else
+                             f"e.g. {what} pmm=1GiB") from None
+    return out
+
+
+def limit_of(args: argparse.Namespace) -> Limit:
+    """The :class:`~autotm_core.capacity.Limit` of ``--fast-capacity``/``--ratio``/``--limit``."""
+    from autotm_core.capacity import Limit
+
+    return Limit.from_options(nbytes=args.fast_capacity, ratio=args.ratio, pools=args.limit)
+
+
+def problem_of(args: argparse.Namespace) -> Problem:
+    """The :class:`~autotm_core.planning.Problem` of GRAPH, --system, the limit and --costs."""
+    from autotm_core.planning import load_problem
+
+    return load_problem(args.graph, args.system, limit=limit_of(args),
+                        costs_path=getattr(args, "costs", None))
+
+
+def ilp_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ILP settings of :func:`add_ilp_options` (and ``--max-rounds`` where a command has
+    it), as :func:`autotm_core.planning.plan` takes them, checked now, before anything is
+    loaded."""
+    from autotm_core.planning import DEFAULT_MAX_ROUNDS, check_settings
+
+    max_rounds = getattr(args, "max_rounds", None)
+    check_settings(time_limit_seconds=args.time_limit, relative_gap=args.gap,
+                   max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds)
+    settings: dict[str, Any] = dict(time_limit_seconds=args.time_limit, relative_gap=args.gap,
+                                    mode=args.mode, addresses=not args.no_addresses)
+    if hasattr(args, "solver"):
+        settings["solver"] = args.solver
+    if max_rounds is not None:
+        settings["max_rounds"] = max_rounds
+    return settings
+
+
+def plan_inputs(args: argparse.Namespace, *,
+                check: bool = True) -> tuple[Plan, Graph, MemorySystem]:
+    """The plan, graph and system of :func:`add_plan_arguments`, the plan verified against them
+    (one :class:`~autotm_core.errors.PlanError` listing what is wrong) unless ``check`` is off."""
+    from autotm_core.formats import resolve_system
+    from autotm_core.plans import check_plan, load_plan
+    from autotm_core.sources import load_source
+
+    plan = load_plan(args.plan)
+    graph = load_source(args.graph)
+    system = resolve_system(args.system)
+    if check:
+        check_plan(plan, graph, system)
+    return plan, graph, system
+
+
+def report_width(console: Any) -> int:
+    """Width of the charts in a report on ``console`` (room left for their labels)."""
+    return max(20, min(100, console.width - 16))
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str, description: str, *,
+                help: str) -> argparse.ArgumentParser:
+    """A command's parser: ``name``, its one-line ``help`` and its ``description``."""
+    return subparsers.add_parser(name, help=help, description=" ".join(description.split()))

@@ -1,0 +1,159 @@
+"""What planning one point gave: the verified plan, its simulation and how it was found.
+
+Every field is typed: the 2LM cache model's step time, the solver's statistics,
+the model's size, the address-fitting rounds and the reductions are fields of
+their own, not entries of a plan's attributes. Reports render these records;
+they compute nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from autotm_core.planning.mode import PlanMode
+from autotm_core.planning.planners import Planner
+from autotm_core.planning.problem import Problem
+from autotm_core.plans.model import Plan
+
+if TYPE_CHECKING:
+    from autotm_core.addresses import OffsetAssignment
+    from autotm_core.baselines import CacheResult
+    from autotm_core.ilp.fitting import FitRound
+    from autotm_core.ilp.reductions import Reductions
+    from autotm_core.simulation import Simulation
+
+
+@attrs.frozen(kw_only=True)
+class SolveStats:
+    """How the ILP planner found its plan."""
+
+    solver: str
+    """The solver plugin that ran (e.g. ``"highs"``)."""
+    solver_version: str
+    """Its version as it reports it (``""`` when unknown)."""
+    mode: PlanMode
+    """``EXACT`` (the whole model to its gap or time limit) or ``APPROXIMATE``."""
+    termination: str
+    """Why planning stopped (a :class:`~autotm_core.solvers.TerminationCondition` value for
+    an exact solve; the approximate planner says it in words)."""
+    status: str
+    """What kind of solution the plan is: ``"optimal"`` (within the gap asked for) or
+    ``"feasible"``."""
+    proven_optimal: bool
+    """Whether the plan is proven optimal within the gap asked for."""
+    interrupted: bool
+    """Whether Ctrl-C stopped the solver (the plan is the best found before)."""
+    objective_seconds: float | None
+    """The model's objective for the plan (exact) or the plan's step time (approximate)."""
+    bound_seconds: float | None
+    """A proven lower bound on the optimal step time (``None`` when unknown)."""
+    bound_source: str
+    """Where the bound comes from: ``"solver"``, ``"lagrangian"`` or ``"kernels"`` (every
+    kernel at its fastest); ``""`` without a bound."""
+    gap: float | None
+    """Relative distance between the plan and the bound (``None`` when unknown)."""
+    build_seconds: float
+    """Seconds to build the model (and, approximate, to plan greedy's start and reduce)."""
+    handoff_seconds: float
+    """Seconds handing the model to the solver and reading the solution back."""
+    solve_seconds: float
+    """Seconds in the solver."""
+    warm_started: bool
+    """Whether the solver started from a plan (greedy's, a neighbour's, relax-and-fix's)."""
+
+    @property
+    def total_seconds(self) -> float:
+        """Build, hand-off and solve together."""
+        return self.build_seconds + self.handoff_seconds + self.solve_seconds
+
+
+@attrs.frozen(kw_only=True)
+class ModelSize:
+    """The size of the ILP solved."""
+
+    formulation: str
+    """The formulation (``static``, ``synchronous``, ``asynchronous``)."""
+    variables: int
+    """Variables."""
+    binaries: int
+    """Binary variables among them."""
+    constraints: int | None
+    """Rows (``None`` when not counted)."""
+    nonzeros: int
+    """Nonzero coefficients of the rows."""
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Addresses:
+    """How the plan's tensors were given addresses in every bounded pool."""
+
+    fits: bool
+    """Whether the plan carries offsets inside every bounded pool's capacity."""
+    rounds: tuple[FitRound, ...]
+    """Every solve of the address-fitting loop, in order (each with its seconds)."""
+    assignment: OffsetAssignment
+    """The last round's offsets and per-pool heights."""
+
+    @property
+    def fragmentation_nbytes(self) -> int:
+        """Bytes the packing wastes over the lower bounds, all bounded pools."""
+        return int(self.assignment.fragmentation_nbytes)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Outcome:
+    """One planned point: the verified plan, its simulation, its step time and its story."""
+
+    problem: Problem
+    """What was planned."""
+    planner: Planner
+    """Who planned it."""
+    plan: Plan
+    """The plan; it passed the verifier against the problem's limited system."""
+    simulation: Simulation
+    """The simulator's account of the plan (times, traffic, memory over time)."""
+    step_seconds: float
+    """Predicted step time: the simulator's, or for 2LM the cache model's."""
+    source: str
+    """Where the plan came from: ``"ilp"``, ``"ilp by stretches"``, ``"greedy"`` (the
+    approximate planner's fallback) or the baseline's name."""
+    plan_seconds: float
+    """Wall seconds to plan, verify and simulate."""
+    solve: SolveStats | None = None
+    """The solve (ILP planners only)."""
+    model: ModelSize | None = None
+    """The model's size (ILP planners only)."""
+    addresses: Addresses | None = None
+    """The address fitting (exact ILP with addresses only)."""
+    reductions: Reductions | None = None
+    """The exact reductions applied (approximate planning only)."""
+    cache: CacheResult | None = None
+    """The 2LM cache model's result (2LM only): its per-kernel times and hit rate."""
+
+    @property
+    def all_fast_seconds(self) -> float | None:
+        """Step time with every tensor in the fastest pool and no limit (``None``: unknown)."""
+        return self.problem.all_fast_seconds
+
+    @property
+    def slowdown(self) -> float | None:
+        """Step time over all-fast time (``None`` when that is unknown or zero)."""
+        ideal = self.all_fast_seconds
+        return self.step_seconds / ideal if ideal else None
+
+    @property
+    def moved_nbytes(self) -> int:
+        """Bytes the plan copies between pools per step."""
+        return int(self.simulation.pair_nbytes.sum())
+
+    @property
+    def n_moves(self) -> int:
+        """Moves the plan makes per step."""
+        return int(self.simulation.pair_counts.sum())
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the solver before it finished."""
+        return self.solve is not None and self.solve.interrupted
