@@ -1,4 +1,4 @@
-"""Parsing and printing of byte sizes, bandwidths and PMM:DRAM ratios.
+"""Parsing and printing of byte sizes, bandwidths, PMM:DRAM ratios and named choices.
 
 Conventions: sizes are integers in bytes (``nbytes``), times are floats in
 seconds, bandwidths are floats in bytes per second. ``GiB``/``MiB``/``KiB`` are
@@ -7,11 +7,15 @@ powers of 1024, ``GB``/``MB``/``KB`` powers of 1000, as everywhere else.
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 from fractions import Fraction
+from typing import TypeVar
 
 from autotm_core.errors import UsageError
+
+Choice = TypeVar("Choice", bound=enum.Enum)
 
 PAGE_NBYTES = 4096
 """The page size AutoTM rounded every tensor up to."""
@@ -115,3 +119,15 @@ def format_seconds(seconds: float) -> str:
 def format_bandwidth(bytes_per_second: float) -> str:
     """Bandwidth in GB/s (decimal, as datasheets print it)."""
     return f"{bytes_per_second / 1e9:.1f} GB/s"
+
+
+def parse_choice(kind: type[Choice], value: Choice | str, *, what: str) -> Choice:
+    """The member of enum ``kind`` whose value is ``value`` (any case); one
+    :class:`UsageError` naming ``what`` and the choices when none is."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(str(value).lower())
+    except ValueError:
+        raise UsageError(f"unknown {what} {value!r}",
+                         hint=f"use one of {', '.join(m.value for m in kind)}") from None

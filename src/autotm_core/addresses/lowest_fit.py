@@ -32,6 +32,16 @@ import numpy as np
 
 
 @numba.njit(cache=True)
+def _count_node(v, i, cover_n, below_n, stamp):  # pragma: no cover - compiled
+    """Count item ``i`` at canonical node ``v``: in its cover, and once below each ancestor."""
+    cover_n[v] += 1
+    while v >= 1 and stamp[v] != i:
+        stamp[v] = i
+        below_n[v] += 1
+        v >>= 1
+
+
+@numba.njit(cache=True)
 def _count(start, end, size, leaves, cover_n, below_n, stamp):  # pragma: no cover - compiled
     for i in range(len(start)):
         if size[i] == 0:
@@ -40,21 +50,11 @@ def _count(start, end, size, leaves, cover_n, below_n, stamp):  # pragma: no cov
         hi = end[i] + leaves + 1
         while lo < hi:
             if lo & 1:
-                cover_n[lo] += 1
-                v = lo
-                while v >= 1 and stamp[v] != i:
-                    stamp[v] = i
-                    below_n[v] += 1
-                    v >>= 1
+                _count_node(lo, i, cover_n, below_n, stamp)
                 lo += 1
             if hi & 1:
                 hi -= 1
-                cover_n[hi] += 1
-                v = hi
-                while v >= 1 and stamp[v] != i:
-                    stamp[v] = i
-                    below_n[v] += 1
-                    v >>= 1
+                _count_node(hi, i, cover_n, below_n, stamp)
             lo >>= 1
             hi >>= 1
 

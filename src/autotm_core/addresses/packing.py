@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
 from autotm_core.addresses.records import OffsetAssignment, Overflow, PoolPacking
+from autotm_core.arrays import IntArray
 from autotm_core.errors import PlanError, UsageError, summarize_problems
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -29,7 +29,6 @@ from autotm_core.units import PAGE_NBYTES, format_bytes
 
 logger = logging.getLogger(__name__)
 
-IntArray = npt.NDArray[np.int64]
 _Order = Callable[[IntArray, IntArray, IntArray], IntArray]
 
 ORDERS: dict[str, _Order] = {

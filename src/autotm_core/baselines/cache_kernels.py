@@ -21,10 +21,8 @@ from collections.abc import Sequence
 
 import numba
 import numpy as np
-import numpy.typing as npt
 
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+from autotm_core.arrays import BoolArray, IntArray
 
 
 def new_state(n_sets: int, ways: int) -> tuple[IntArray, BoolArray, IntArray]:

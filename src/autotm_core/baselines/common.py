@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
+from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.capacity import check_workspace_fits, with_fast_capacity
 from autotm_core.errors import CapacityError
 from autotm_core.ir import Graph, allowed_pools
 from autotm_core.memory import MemorySystem
 from autotm_core.units import format_bytes
-
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
 
 
 @attrs.frozen(slots=True, eq=False)

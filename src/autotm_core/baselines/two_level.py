@@ -25,11 +25,12 @@ is charged at fast bandwidth, as in the roofline.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
+from autotm_core.arrays import FloatArray, IntArray
 from autotm_core.baselines.common import check_fast_fits, setting
 from autotm_core.baselines.first_touch import address_layout
 from autotm_core.errors import CapacityError, UsageError
@@ -41,8 +42,6 @@ from autotm_core.units import PAGE_NBYTES, format_bytes
 logger = logging.getLogger(__name__)
 
 PLANNER = "baseline/2lm"
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -218,23 +217,11 @@ def _simulate(first_line, n_lines, reads, writes, n_sets, ways, *, warm, referen
     return tuple(counts)
 
 
-def two_level_memory(
-    graph: Graph,
-    system: MemorySystem,
-    *,
-    fast_capacity_nbytes: int | None = None,
-    line_nbytes: int = PAGE_NBYTES,
-    ways: int = 1,
-    warm: bool = True,
-) -> Plan:
-    """The 2LM plan: all-slow residencies with addresses; the cache model's facts in its attributes.
-
-    ``plan.attributes["predicted_seconds"]`` is the cache model's step time and
-    ``["hit_rate"]`` its hit rate (see :class:`CacheResult` for the rest).
-    """
-    plan, _ = two_level_plan(graph, system, fast_capacity_nbytes=fast_capacity_nbytes,
-                             line_nbytes=line_nbytes, ways=ways, warm=warm)
-    return plan
+def two_level_memory(graph: Graph, system: MemorySystem, **options: Any) -> Plan:
+    """The 2LM plan: all-slow residencies with addresses; the cache model's facts in its
+    attributes (``options`` as :func:`two_level_plan` takes them). Its step time is the
+    cache model's (:func:`two_level_plan` gives the whole :class:`CacheResult`)."""
+    return two_level_plan(graph, system, **options)[0]
 
 
 def two_level_plan(

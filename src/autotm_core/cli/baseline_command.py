@@ -12,11 +12,9 @@ from rich.table import Table
 from autotm_core.cli.options import (
     add_command,
     add_costs,
-    add_graph,
     add_json,
-    add_limit,
     add_output,
-    add_system,
+    add_point,
     add_top,
     problem_of,
     report_width,
@@ -34,9 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = add_command(subparsers, "baseline", DESCRIPTION,
                          help='plan with a baseline (first-touch, 2lm, greedy, all-fast, all-slow)')
-    add_graph(parser)
-    add_system(parser)
-    add_limit(parser, required=False)
+    add_point(parser, limit_required=False)
     parser.add_argument("--planner", "--policy", dest="planner", required=True,
                         choices=BASELINE_PLANNERS, help="the baseline")
     add_output(parser)

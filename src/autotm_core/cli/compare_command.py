@@ -9,11 +9,9 @@ from rich.console import Console
 
 from autotm_core.cli.options import (
     add_command,
-    add_graph,
     add_ilp_options,
     add_json,
-    add_limit,
-    add_system,
+    add_point,
 )
 
 DESCRIPTION = """\
@@ -26,9 +24,7 @@ against all in fast memory, bytes moved, planning time and the proved gap."""
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(subparsers, "compare", DESCRIPTION,
                          help='planners, solvers and baselines side by side on one graph and limit')
-    add_graph(parser)
-    add_system(parser)
-    add_limit(parser, required=True)
+    add_point(parser, limit_required=True)
     add_ilp_options(parser, time_limit=60.0, solver=False)
     parser.add_argument("--planners", default="static,synchronous,first-touch,greedy,2lm",
                         metavar="LIST", help="ILP formulations and baselines, comma-separated "

@@ -50,6 +50,13 @@ def add_limit(parser: argparse.ArgumentParser, *, required: bool) -> None:
                        "hbm=4:1,dram=4:1")
 
 
+def add_point(parser: argparse.ArgumentParser, *, limit_required: bool) -> None:
+    """GRAPH, ``--system`` and the limit: the point a command plans (see :func:`problem_of`)."""
+    add_graph(parser)
+    add_system(parser)
+    add_limit(parser, required=limit_required)
+
+
 def add_costs(parser: argparse.ArgumentParser) -> None:
     """``--costs FILE``."""
     parser.add_argument("--costs", metavar="FILE",

@@ -14,12 +14,10 @@ from rich.console import Console
 from autotm_core.cli.options import (
     add_command,
     add_costs,
-    add_graph,
     add_ilp_options,
     add_json,
-    add_limit,
     add_output,
-    add_system,
+    add_point,
     add_top,
 )
 
@@ -36,9 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     parser = add_command(subparsers, "solve", DESCRIPTION,
                          help="plan where every tensor lives and when it moves, by ILP")
-    add_graph(parser)
-    add_system(parser)
-    add_limit(parser, required=True)
+    add_point(parser, limit_required=True)
     parser.add_argument("--formulation", choices=ILP_PLANNERS, default="synchronous",
                         help="static (no moves), synchronous (blocking moves at uses, default) or "
                         "asynchronous (moves may overlap nearby kernels)")

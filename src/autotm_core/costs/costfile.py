@@ -111,10 +111,7 @@ def _costs_from(
 
     live = graph.liveness
     tables: list[CostTable | None] = [None] * len(graph.kernels)
-    for i, raw in enumerate(fields.get(doc, "kernels", "", list)):
-        where = f"kernels[{i}]"
-        obj = fields.object(raw, where)
-        fields.unknown_keys(obj, _KERNEL_FIELDS, where)
+    for where, obj in fields.entries(doc, "kernels", _KERNEL_FIELDS):
         name = fields.get(obj, "name", where, str)
         k = graph.kernel_index.get(name)
         if k is None:

@@ -19,14 +19,13 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from autotm_core.arrays import FloatArray, IntArray
 from autotm_core.costs.estimators import Estimator, written
 from autotm_core.costs.ops import op_info
 from autotm_core.ir import Graph, Tensor
 
 logger = logging.getLogger(__name__)
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 @attrs.frozen(slots=True, eq=False)

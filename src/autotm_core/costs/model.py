@@ -25,10 +25,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from autotm_core.arrays import FloatArray, IntArray
 from autotm_core.errors import PlanError
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 MAX_ENUMERATED_CONFIGS = 1 << 12
 """Largest number of configurations :meth:`SeparableCosts.table` enumerates for one kernel."""

@@ -26,13 +26,12 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from autotm_core.arrays import IntArray
 from autotm_core.errors import ExecutionError
 from autotm_core.executor.layout import Layout
 from autotm_core.executor.rows import FLOPS_PER_ITERATION, READ, SCRATCH, WRITE
 from autotm_core.ir import Graph
 from autotm_core.plans.model import MoveKind, Plan
-
-IntArray = npt.NDArray[np.int64]
 
 ARENA, OFFSET, NBYTES, SEED, KIND = range(5)
 """Columns of a program row (before linking to a space)."""

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-U64Array = npt.NDArray[np.uint64]
+from autotm_core.arrays import FloatArray, U64Array
 
 
 @attrs.frozen(slots=True)

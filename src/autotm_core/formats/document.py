@@ -13,7 +13,7 @@ import builtins
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,18 @@ class Fields:
         if not isinstance(value, kinds):
             raise self.fail(path, f"expected {_names(kinds)}, got {_describe(value)}")
         return value
+
+    def entries(
+        self, doc: Mapping[str, Any], key: str, allowed: set[str], *, required: bool = True
+    ) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """``(where, object)`` for each object of the list ``doc[key]``, each checked to be an
+        object with no field outside ``allowed`` (an absent optional list has none)."""
+        items = self.get(doc, key, "", list, required=required, default=[])
+        for i, raw in enumerate(items):
+            where = f"{key}[{i}]"
+            obj = self.object(raw, where)
+            self.unknown_keys(obj, allowed, where)
+            yield where, obj
 
     def unknown_keys(self, obj: Mapping[str, Any], allowed: set[str], where: str) -> None:
         """Reject keys the format does not define (catches typos such as ``nbyte``)."""

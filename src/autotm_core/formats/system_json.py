@@ -79,10 +79,7 @@ def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
         "",
     )
     pools = []
-    for i, raw in enumerate(fields.get(doc, "pools", "", list)):
-        where = f"pools[{i}]"
-        obj = fields.object(raw, where)
-        fields.unknown_keys(obj, _POOL_FIELDS, where)
+    for where, obj in fields.entries(doc, "pools", _POOL_FIELDS):
         pools.append(
             _checked(
                 fields,
@@ -103,10 +100,7 @@ def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
             )
         )
     links = []
-    for i, raw in enumerate(fields.get(doc, "copies", "", list, required=False, default=[])):
-        where = f"copies[{i}]"
-        obj = fields.object(raw, where)
-        fields.unknown_keys(obj, _LINK_FIELDS, where)
+    for where, obj in fields.entries(doc, "copies", _LINK_FIELDS, required=False):
         links.append(
             _checked(
                 fields,

@@ -11,7 +11,7 @@ import numpy as np
 from autotm_core.errors import UsageError
 from autotm_core.ir import Graph, TensorKind
 from autotm_core.memory import MemorySystem
-from autotm_core.units import PAGE_NBYTES
+from autotm_core.units import PAGE_NBYTES, parse_choice
 
 Capacities = Mapping[str, "int | Sequence[int] | None"]
 """Limits per pool name: one for every kernel, one per kernel, or ``None`` (unbounded)."""
@@ -29,16 +29,8 @@ class Formulation(enum.Enum):
 
     @classmethod
     def parse(cls, value: Formulation | str) -> Formulation:
-        """The member called ``value`` (its name or value, any case)."""
-        if isinstance(value, cls):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            raise UsageError(
-                f"unknown formulation {value!r}",
-                hint=f"use one of {', '.join(m.value for m in cls)}",
-            ) from None
+        """The member called ``value`` (any case)."""
+        return parse_choice(cls, value, what="formulation")
 
 
 PINNABLE_KINDS = frozenset({TensorKind.PARAMETER, TensorKind.INPUT, TensorKind.OUTPUT})

@@ -16,12 +16,9 @@ from operator import attrgetter
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
+from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.ir.graph import Graph
-
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 
 @attrs.frozen(slots=True, eq=False)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import enum
 
-from autotm_core.errors import UsageError
 from autotm_core.ir import Graph
+from autotm_core.units import parse_choice
 
 AUTO_THRESHOLD_KERNELS = 2000
 """``auto`` plans graphs with more kernels than this approximately: on a 2-core machine the
@@ -27,13 +27,7 @@ class PlanMode(enum.Enum):
     @classmethod
     def parse(cls, value: PlanMode | str) -> PlanMode:
         """The member called ``value`` (any case)."""
-        if isinstance(value, cls):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            raise UsageError(f"unknown planning mode {value!r}",
-                             hint=f"use one of {', '.join(m.value for m in cls)}") from None
+        return parse_choice(cls, value, what="planning mode")
 
 
 def resolve_mode(graph: Graph, mode: PlanMode | str, *,

@@ -13,14 +13,11 @@ from operator import attrgetter
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
+from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import MoveKind, Plan
-
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 NO_OFFSET = np.iinfo(np.int64).min
 """What :attr:`PlanArrays.res_offset` holds for a residency without an address."""

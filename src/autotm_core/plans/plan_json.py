@@ -79,10 +79,7 @@ def plan_from_document(doc: Mapping[str, Any], fields: Fields) -> Plan:
             raise fields.fail(f"capacities.{name}", "expected a whole number of bytes or null")
         capacities[name] = value
     residencies = []
-    for i, raw in enumerate(fields.get(doc, "residencies", "", list)):
-        where = f"residencies[{i}]"
-        obj = fields.object(raw, where)
-        fields.unknown_keys(obj, _RESIDENCY, where)
+    for where, obj in fields.entries(doc, "residencies", _RESIDENCY):
         residencies.append(Residency(
             tensor=fields.get(obj, "tensor", where, str),
             pool=fields.get(obj, "pool", where, str),
@@ -91,10 +88,7 @@ def plan_from_document(doc: Mapping[str, Any], fields: Fields) -> Plan:
             offset=fields.get(obj, "offset", where, int, required=False),
         ))
     moves = []
-    for i, raw in enumerate(fields.get(doc, "moves", "", list, required=False, default=[])):
-        where = f"moves[{i}]"
-        obj = fields.object(raw, where)
-        fields.unknown_keys(obj, _MOVE, where)
+    for where, obj in fields.entries(doc, "moves", _MOVE, required=False):
         kind = fields.get(obj, "kind", where, str, required=False, default="sync")
         if kind not in _KINDS:
             raise fields.fail(f"{where}.kind", f"is {kind!r}; expected one of {', '.join(_KINDS)}")
@@ -113,10 +107,7 @@ def plan_from_document(doc: Mapping[str, Any], fields: Fields) -> Plan:
                 raise fields.fail(f"configs[{k}][{i}]", "expected a pool name (a string)")
         configs.append(tuple(row))
     workspaces = {}
-    for i, raw in enumerate(fields.get(doc, "workspaces", "", list, required=False, default=[])):
-        where = f"workspaces[{i}]"
-        obj = fields.object(raw, where)
-        fields.unknown_keys(obj, {"kernel", "offset"}, where)
+    for where, obj in fields.entries(doc, "workspaces", {"kernel", "offset"}, required=False):
         kernel = fields.get(obj, "kernel", where, int)
         if kernel in workspaces:
             raise fields.fail(f"{where}.kernel", f"kernel {kernel} has two workspace offsets")

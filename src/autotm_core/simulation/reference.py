@@ -10,21 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 
-def simulate_arrays(
-    kernel_seconds,
-    workspace_nbytes,
-    res_pool,
-    res_first,
-    res_last,
-    res_nbytes,
-    move_kernel,
-    move_source,
-    move_target,
-    move_async,
-    move_nbytes,
-    sync_bytes_per_second,
-    async_bytes_per_second,
-):
+def simulate_arrays(kernel_seconds, workspace_nbytes,
+                    res_pool, res_first, res_last, res_nbytes,
+                    move_kernel, move_source, move_target, move_async, move_nbytes,
+                    sync_bytes_per_second, async_bytes_per_second):
     """See :func:`autotm_core.simulation.kernels.simulate_arrays`."""
     n_kernels = len(kernel_seconds)
     n_pools = len(sync_bytes_per_second)

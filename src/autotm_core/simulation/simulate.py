@@ -17,15 +17,14 @@ The model (the one every planner optimises):
 from __future__ import annotations
 
 import enum
-import logging
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
+from autotm_core.arrays import FloatArray, IntArray
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import PlanError, summarize_problems
 from autotm_core.ir import Graph
@@ -33,11 +32,6 @@ from autotm_core.memory import MemorySystem
 from autotm_core.plans.arrays import encode_plan
 from autotm_core.plans.model import MoveKind, Plan
 from autotm_core.plans.verify_memory import plan_capacities
-
-logger = logging.getLogger(__name__)
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 class Engine(enum.Enum):

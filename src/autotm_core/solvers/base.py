@@ -294,6 +294,22 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+def native_result(
+    problem: MatrixProblem, *, solver_name: str, solver_version: str,
+    termination: TerminationCondition, has_solution: bool, objective: float | None,
+    best_bound: float | None, log: str, message: str,
+) -> SolveResult:
+    """The :class:`SolveResult` of a backend's native outcome on ``problem``: the status
+    settled as every backend settles it (:func:`settle_status`), the problem's size."""
+    termination, status = settle_status(termination, has_solution=has_solution,
+                                        objective=objective, best_bound=best_bound)
+    return SolveResult(
+        solver_name=solver_name, solver_version=solver_version, termination=termination,
+        status=status, objective=objective, best_bound=best_bound,
+        n_variables=problem.n_columns, n_binaries=problem.n_binaries,
+        n_constraints=problem.n_rows, log=log, message=message)
+
+
 @runtime_checkable
 class Solver(Protocol):
     """An ILP backend, found through the ``autotm_core.solvers`` entry-point group."""

@@ -30,12 +30,11 @@ import attrs
 from autotm_core.errors import SolveInterruptedError, SolverError
 from autotm_core.solvers.base import (
     MatrixProblem,
-    SolutionStatus,
     SolverCapabilities,
     SolverConfig,
     SolveResult,
     TerminationCondition,
-    settle_status,
+    native_result,
 )
 
 log = logging.getLogger(__name__)
@@ -152,7 +151,7 @@ class CbcSolver:
             log_text = Path(log_path).read_text(encoding="utf-8", errors="replace")
         finally:
             os.unlink(log_path)
-        result = _result(model, results, log_text=log_text, version=_version(opt))
+        result = _result(problem, model, results, log_text=log_text, version=_version(opt))
         values = None
         if result.has_solution:
             values = np.array([math.nan if v.value is None else float(v.value)
@@ -160,9 +159,7 @@ class CbcSolver:
             values = np.where(np.isnan(values), np.clip(0.0, problem.col_lower,
                                                         problem.col_upper), values)
         result = attrs.evolve(
-            result, n_variables=problem.n_columns, n_binaries=problem.n_binaries,
-            n_constraints=problem.n_rows,
-            handoff_seconds=time.perf_counter() - started - (solved - solve_started),
+            result, handoff_seconds=time.perf_counter() - started - (solved - solve_started),
             solve_seconds=solved - solve_started)
         return result, values
 
@@ -182,16 +179,17 @@ def _version(opt: Any) -> str:
     return ".".join(str(part) for part in version) if version else ""
 
 
-def _result(model: Any, results: Any, *, log_text: str, version: str) -> SolveResult:
+def _result(problem: MatrixProblem, model: Any, results: Any, *, log_text: str,
+            version: str) -> SolveResult:
     """Map Pyomo's results and load the solution, if any, into ``model``."""
     from pyomo.core import Objective, value
     from pyomo.opt import SolutionStatus as PyomoSolutionStatus
 
     if results is None:  # the outer guard killed CBC: its time ran out without a word
-        return SolveResult(solver_name="cbc", solver_version=version,
-                           termination=TerminationCondition.TIME_LIMIT,
-                           status=SolutionStatus.NO_SOLUTION, log=log_text,
-                           message="killed after the time limit")
+        return native_result(problem, solver_name="cbc", solver_version=version,
+                             termination=TerminationCondition.TIME_LIMIT, has_solution=False,
+                             objective=None, best_bound=None, log=log_text,
+                             message="killed after the time limit")
     native = str(results.solver.termination_condition)
     termination = _TERMINATION_BY_PYOMO.get(native, TerminationCondition.UNKNOWN)
     has_solution = len(results.solution) > 0 and results.solution(0).status in (
@@ -207,8 +205,7 @@ def _result(model: Any, results: Any, *, log_text: str, version: str) -> SolveRe
             else None
         if termination is TerminationCondition.OPTIMAL and best_bound is None:
             best_bound = objective
-    termination, status = settle_status(termination, has_solution=has_solution,
-                                        objective=objective, best_bound=best_bound)
-    return SolveResult(solver_name="cbc", solver_version=version, termination=termination,
-                       status=status, objective=objective, best_bound=best_bound, log=log_text,
-                       message=native)
+    return native_result(problem, solver_name="cbc", solver_version=version,
+                         termination=termination, has_solution=has_solution,
+                         objective=objective, best_bound=best_bound, log=log_text,
+                         message=native)

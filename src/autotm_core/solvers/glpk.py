@@ -28,7 +28,7 @@ from autotm_core.solvers.base import (
     SolverConfig,
     SolveResult,
     TerminationCondition,
-    settle_status,
+    native_result,
 )
 
 log = logging.getLogger(__name__)
@@ -190,13 +190,10 @@ class GlpkSolver:
                                for j in range(problem.n_columns)], dtype=np.float64)
             objective = glpk.glp_mip_obj_val(lp)
             best_bound = objective if mip_status == glpk.GLP_OPT else _bound_from_log(log_text)
-        termination, status = settle_status(termination, has_solution=has_solution,
-                                            objective=objective, best_bound=best_bound)
-        return SolveResult(
-            solver_name=self.name, solver_version=glpk.glp_version(), termination=termination,
-            status=status, objective=objective, best_bound=best_bound,
-            n_variables=problem.n_columns, n_binaries=problem.n_binaries,
-            n_constraints=problem.n_rows, log=log_text,
+        return native_result(
+            problem, solver_name=self.name, solver_version=glpk.glp_version(),
+            termination=termination, has_solution=has_solution, objective=objective,
+            best_bound=best_bound, log=log_text,
             message=names.get(code, f"glp_intopt returned {code}, status {mip_status}"),
         ), values
 

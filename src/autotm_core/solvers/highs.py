@@ -27,7 +27,7 @@ from autotm_core.solvers.base import (
     SolverConfig,
     SolveResult,
     TerminationCondition,
-    settle_status,
+    native_result,
 )
 
 log = logging.getLogger(__name__)
@@ -213,14 +213,10 @@ def _result(highs: Any, problem: MatrixProblem, *, interrupted: bool,
             "HiGHS was interrupted (Ctrl-C) before it found any feasible solution",
             hint="let it run longer, or set a time limit to get the best plan found in time",
         )
-    termination, status = settle_status(termination, has_solution=has_solution,
-                                        objective=objective, best_bound=best_bound)
-    return SolveResult(
-        solver_name="highs", solver_version=highs.version(), termination=termination,
-        status=status, objective=objective, best_bound=best_bound,
-        n_variables=problem.n_columns, n_binaries=problem.n_binaries,
-        n_constraints=problem.n_rows, log=log_text, message=status_name,
-    ), values
+    return native_result(
+        problem, solver_name="highs", solver_version=highs.version(), termination=termination,
+        has_solution=has_solution, objective=objective, best_bound=best_bound, log=log_text,
+        message=status_name), values
 
 
 def _offer_start(highs: Any, values: Any) -> None:

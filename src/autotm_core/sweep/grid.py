@@ -30,23 +30,49 @@ from typing import Any
 
 import attrs
 
+from autotm_core.capacity import Limit
 from autotm_core.errors import FormatError, UsageError
 from autotm_core.formats.document import Fields, envelope, read_document, write_document
-from autotm_core.planning import PlanMode, check_settings
+from autotm_core.planning import PlanMode, check_settings, get_planner
 from autotm_core.solvers.base import DEFAULT_SOLVER
 from autotm_core.sweep.point import SweepPoint
 
 KIND = "grid"
 VERSION = 1
+_EXPERIMENT_FIELDS = {"name", "title", "system", "graphs", "limits", "planners"}
+
+
+def _text(_instance: object, attribute: attrs.Attribute, value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"a grid's {attribute.name} must be a non-empty string, not {value!r}",
+                         hint="see docs/formats.md, grid files")
+
+
+def _some(_instance: object, attribute: attrs.Attribute, value: tuple[object, ...]) -> None:
+    if not value:
+        raise UsageError(f"an experiment needs at least one of its {attribute.name}",
+                         hint="list at least one graph, limit and planner")
+
+
+def _limits(instance: object, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
+    _some(instance, attribute, value)
+    for limit in value:
+        Limit.parse(limit)
+
+
+def _planners(instance: object, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
+    _some(instance, attribute, value)
+    for planner in value:
+        get_planner(planner)
 
 
 @attrs.frozen(kw_only=True)
 class GridGraph:
     """One graph of an experiment."""
 
-    source: str
+    source: str = attrs.field(validator=_text)
     """Graph source, as the command line takes it."""
-    label: str
+    label: str = attrs.field(validator=_text)
     """Name in tables."""
     note: str = ""
     """Free text about it (e.g. which network of a paper it stands for)."""
@@ -56,37 +82,53 @@ class GridGraph:
 class Experiment:
     """Every graph at every limit under every planner, on one memory system."""
 
-    name: str
+    name: str = attrs.field(validator=_text)
     """Identifier (``conventional``, ``large``, ...)."""
-    title: str
+    title: str = attrs.field(validator=_text)
     """Heading in reports."""
-    system: str
-    """Memory-system preset name or file."""
-    graphs: tuple[GridGraph, ...]
+    system: str = attrs.field(validator=_text)
+    """Memory-system preset name or file (loaded when a point is planned)."""
+    graphs: tuple[GridGraph, ...] = attrs.field(validator=_some)
     """The graphs."""
-    limits: tuple[str, ...]
+    limits: tuple[str, ...] = attrs.field(validator=_limits)
     """Capacity limits as written (:class:`~autotm_core.capacity.Limit`)."""
-    planners: tuple[str, ...]
-    """Planners."""
+    planners: tuple[str, ...] = attrs.field(validator=_planners)
+    """Planners of :data:`autotm_core.planning.PLANNERS`."""
+
+
+def _unique_names(_instance: object, _attribute: attrs.Attribute,
+                  value: tuple[Experiment, ...]) -> None:
+    names = [e.name for e in value]
+    if not names:
+        raise UsageError("a grid needs at least one experiment", hint="see docs/formats.md")
+    if len(set(names)) != len(names):
+        raise UsageError("two experiments have the same name",
+                         hint="give each experiment a name of its own (--only takes it)")
+
+
+def _settings(instance: Grid, _attribute: attrs.Attribute, _value: object) -> None:
+    check_settings(time_limit_seconds=instance.time_limit_seconds,
+                   relative_gap=instance.relative_gap)
 
 
 @attrs.frozen(kw_only=True)
 class Grid:
-    """Experiments and the ILP settings they share."""
+    """Experiments and the ILP settings they share (checked when the grid is made)."""
 
-    name: str
+    name: str = attrs.field(validator=_text)
     """Identifier of the grid."""
     description: str = ""
     """What the grid is for, for reports."""
-    experiments: tuple[Experiment, ...]
+    experiments: tuple[Experiment, ...] = attrs.field(validator=_unique_names)
     """The experiments, in running order."""
     solver: str = DEFAULT_SOLVER
     """ILP solver plugin."""
     time_limit_seconds: float | None = None
     """ILP time limit per point (``None``: none)."""
-    relative_gap: float = 0.01
+    relative_gap: float = attrs.field(default=0.01, validator=_settings)
     """ILP relative gap."""
-    mode: str = PlanMode.AUTO.value
+    mode: str = attrs.field(default=PlanMode.AUTO.value,
+                            converter=lambda v: PlanMode.parse(v).value)
     """ILP planning mode."""
     addresses: bool = True
     """Whether ILP plans get addresses that fit."""
@@ -133,12 +175,7 @@ class Grid:
         given: dict[str, Any] = {"solver": solver, "time_limit_seconds": time_limit_seconds,
                                  "relative_gap": relative_gap, "mode": mode,
                                  "addresses": addresses}
-        grid = attrs.evolve(self, **{k: v for k, v in given.items() if v is not None})
-        check_settings(time_limit_seconds=grid.time_limit_seconds,
-                       relative_gap=grid.relative_gap)
-        if mode is not None:
-            PlanMode.parse(mode)
-        return grid
+        return attrs.evolve(self, **{k: v for k, v in given.items() if v is not None})
 
     def to_document(self) -> dict[str, Any]:
         """The grid file's document."""
@@ -171,19 +208,21 @@ def _graph(fields: Fields, raw: Any, where: str) -> GridGraph:
                      note=fields.get(obj, "note", where, str, required=False, default=""))
 
 
-def _experiment(fields: Fields, raw: Any, where: str) -> Experiment:
-    obj = fields.object(raw, where)
-    fields.unknown_keys(obj, {"name", "title", "system", "graphs", "limits", "planners"}, where)
+def _experiment(fields: Fields, where: str, obj: Mapping[str, Any]) -> Experiment:
     name = fields.get(obj, "name", where, str)
     graphs = fields.list(fields.get(obj, "graphs", where, list), f"{where}.graphs")
     if not graphs:
         raise fields.fail(f"{where}.graphs", "is empty")
-    return Experiment(
-        name=name, title=fields.get(obj, "title", where, str, required=False, default=name),
-        system=fields.get(obj, "system", where, str),
-        graphs=tuple(_graph(fields, g, f"{where}.graphs[{i}]") for i, g in enumerate(graphs)),
-        limits=_texts(fields, obj, "limits", where),
-        planners=_texts(fields, obj, "planners", where))
+    try:
+        return Experiment(
+            name=name, title=fields.get(obj, "title", where, str, required=False, default=name),
+            system=fields.get(obj, "system", where, str),
+            graphs=tuple(_graph(fields, g, f"{where}.graphs[{i}]")
+                         for i, g in enumerate(graphs)),
+            limits=_texts(fields, obj, "limits", where),
+            planners=_texts(fields, obj, "planners", where))
+    except UsageError as exc:
+        raise fields.fail(where, exc.message) from None
 
 
 def load_grid(path: str | os.PathLike[str]) -> Grid:
@@ -192,15 +231,14 @@ def load_grid(path: str | os.PathLike[str]) -> Grid:
     fields.unknown_keys(doc, {"format", "version", "name", "description", "experiments",
                               "solver", "time_limit_seconds", "relative_gap", "mode",
                               "addresses"}, "")
-    experiments = fields.list(fields.get(doc, "experiments", "", list), "experiments")
+    experiments = list(fields.entries(doc, "experiments", _EXPERIMENT_FIELDS))
     if not experiments:
         raise fields.fail("experiments", "is empty")
     try:
         grid = Grid(
             name=fields.get(doc, "name", "", str),
             description=fields.get(doc, "description", "", str, required=False, default=""),
-            experiments=tuple(_experiment(fields, e, f"experiments[{i}]")
-                              for i, e in enumerate(experiments)),
+            experiments=tuple(_experiment(fields, where, obj) for where, obj in experiments),
             solver=fields.get(doc, "solver", "", str, required=False, default=DEFAULT_SOLVER),
             time_limit_seconds=fields.get(doc, "time_limit_seconds", "", (int, float),
                                           required=False),
@@ -208,12 +246,6 @@ def load_grid(path: str | os.PathLike[str]) -> Grid:
                                     default=0.01),
             mode=fields.get(doc, "mode", "", str, required=False, default="auto"),
             addresses=fields.get(doc, "addresses", "", bool, required=False, default=True))
-        check_settings(time_limit_seconds=grid.time_limit_seconds,
-                       relative_gap=grid.relative_gap)
-        names = [e.name for e in grid.experiments]
-        if len(set(names)) != len(names):
-            raise fields.fail("experiments", "two experiments have the same name")
-        grid.points()  # every planner and mode known
     except UsageError as exc:
         raise FormatError(f"{path}: {exc.message}", hint=exc.hint) from None
     return grid
