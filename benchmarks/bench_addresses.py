@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 
+from autotm_core import presets
 from autotm_core.addresses import ORDERS, assign_offsets, lower_bound
 from autotm_core.addresses.lowest_fit import lowest_fit
 from autotm_core.examples.networks import training_chain
-from autotm_core.memory import presets
 from autotm_core.plans import Residency, make_plan
 from autotm_core.units import format_bytes
 

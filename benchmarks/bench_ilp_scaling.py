@@ -41,8 +41,8 @@ from autotm_core.examples.networks import training_chain
 from autotm_core.ilp.formulation import build_program
 from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
 from autotm_core.ilp.options import FormulationOptions
-from autotm_core.memory import preset
 from autotm_core.planning import load_problem, plan
+from autotm_core.presets import preset
 from autotm_core.solvers.pyomo import to_pyomo
 from autotm_core.sources import load_source
 

@@ -40,7 +40,7 @@ def load(source: str):
 def measure(source: str, ratio: str, budget: float, exact: float | None) -> dict[str, object]:
     from autotm_core.capacity import fast_capacity
     from autotm_core.ilp.approximate import plan_approximate
-    from autotm_core.memory import preset
+    from autotm_core.presets import preset
 
     graph = load(source)
     capacity = fast_capacity(graph, ratio=ratio)

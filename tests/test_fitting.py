@@ -11,8 +11,8 @@ from autotm_core.errors import CapacityError, UsageError
 from autotm_core.examples.networks import training_chain
 from autotm_core.ilp.fitting import plan_with_addresses, tighten
 from autotm_core.ilp.options import FormulationOptions
-from autotm_core.memory import preset
 from autotm_core.plans import verify_plan
+from autotm_core.presets import preset
 
 SYSTEM = preset("optane-2019")
 

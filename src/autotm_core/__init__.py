@@ -17,7 +17,7 @@ from autotm_core.errors import (
     SolverError,
     UsageError,
 )
-from autotm_core.formats import load_graph, load_system, resolve_system, save_graph, save_system
+from autotm_core.formats import load_graph, load_system, save_graph, save_system
 from autotm_core.ir import (
     Graph,
     GraphBuilder,
@@ -30,8 +30,9 @@ from autotm_core.ir import (
     check_graph,
     verify_graph,
 )
-from autotm_core.memory import PRESETS, CopyLink, MemorySystem, Pool, preset
+from autotm_core.memory import CopyLink, MemorySystem, Pool
 from autotm_core.plugins import Frontend, frontends, get_frontend
+from autotm_core.presets import PRESETS, preset, resolve_system
 from autotm_core.sources import load_source
 
 try:

@@ -9,8 +9,8 @@ import pytest
 
 from autotm_core.cli.main import main
 from autotm_core.examples import build_example
-from autotm_core.memory import preset
 from autotm_core.plans import load_plan, verify_plan
+from autotm_core.presets import preset
 
 
 def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]

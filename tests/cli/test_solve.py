@@ -15,8 +15,8 @@ from rich.console import Console
 
 from autotm_core.cli.main import main
 from autotm_core.examples import build_example
-from autotm_core.memory import preset
 from autotm_core.plans import load_plan, verify_plan
+from autotm_core.presets import preset
 
 SMALL = ["solve", "example:chain-4", "--system", "optane-2019"]
 

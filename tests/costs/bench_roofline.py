@@ -15,7 +15,7 @@ import numpy as np
 
 from autotm_core.costs import estimate_flops, roofline_costs
 from autotm_core.examples.networks import training_chain
-from autotm_core.memory import preset
+from autotm_core.presets import preset
 
 
 def _timed(label: str, step):  # type: ignore[no-untyped-def]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from autotm_core.errors import AutotmError
-from autotm_core.formats import load_graph, load_system, resolve_system
+from autotm_core.formats import load_graph, load_system
+from autotm_core.presets import resolve_system
 
 from .broken_files import BROKEN_GRAPHS, BROKEN_SYSTEMS, DATA
 

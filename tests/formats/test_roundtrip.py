@@ -19,7 +19,8 @@ from autotm_core.formats import (
     system_to_document,
 )
 from autotm_core.ir import Graph
-from autotm_core.memory import PRESETS, CopyLink, MemorySystem, Pool, preset
+from autotm_core.memory import CopyLink, MemorySystem, Pool
+from autotm_core.presets import PRESETS, preset
 from ir.graph_strategies import training_graphs
 
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,7 +10,8 @@ from autotm_core.errors import CapacityError
 from autotm_core.ilp.options import FormulationOptions
 from autotm_core.ilp.planner import plan_graph
 from autotm_core.ir import GraphBuilder, TensorKind
-from autotm_core.memory import MemorySystem, Pool, preset
+from autotm_core.memory import MemorySystem, Pool
+from autotm_core.presets import preset
 
 from .enumerate_plans import best_plan_seconds
 

@@ -14,7 +14,7 @@ from autotm_core.ilp.options import FormulationOptions
 from autotm_core.ilp.planner import plan_graph
 from autotm_core.ilp.reductions import find_reductions, never_fast
 from autotm_core.ir import GraphBuilder
-from autotm_core.memory import preset
+from autotm_core.presets import preset
 from autotm_core.solvers import SolverConfig
 from autotm_core.solvers.highs import HighsSolver
 

@@ -12,7 +12,7 @@ from autotm_core.errors import PluginError, UsageError
 from autotm_core.examples.networks import training_chain
 from autotm_core.ilp.planner import plan_graph
 from autotm_core.ilp.solve import require, resolve_solver
-from autotm_core.memory import preset
+from autotm_core.presets import preset
 from autotm_core.solvers import SolverCapabilities
 from autotm_core.solvers.highs import HighsSolver
 

@@ -11,7 +11,7 @@ from autotm_core.examples.networks import training_chain
 from autotm_core.ilp.formulation import build_program
 from autotm_core.ilp.lp import to_matrix_problem
 from autotm_core.ilp.warm import FEASIBILITY_TOLERANCE, warm_start_from_plan
-from autotm_core.memory import preset
+from autotm_core.presets import preset
 from autotm_core.simulation import simulate
 from autotm_core.solvers import SolverConfig
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import attrs
 import pytest
 
+import autotm_core.presets as presets_module
 from autotm_core.cli.main import main
 from autotm_core.errors import MemorySystemError
 from autotm_core.formats import load_system, save_system, system_to_document
-from autotm_core.memory import PRESETS, preset
-from autotm_core.memory import presets as presets_module
+from autotm_core.presets import PRESETS, preset
 
 GB = 10**9
 
@@ -52,7 +52,7 @@ def test_preset_keeps_its_recorded_values(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(RECORDED))
 def test_preset_file_is_its_saved_document(name: str, tmp_path: Path) -> None:
     system = preset(name)
-    text = (resources.files("autotm_core.memory.presets") / f"{name}.json").read_text("utf-8")
+    text = (resources.files("autotm_core.presets") / f"{name}.json").read_text("utf-8")
     assert json.loads(text) == system_to_document(system)
     save_system(system, tmp_path / "system.json")
     assert load_system(tmp_path / "system.json") == system

@@ -8,7 +8,7 @@ import pytest
 from benchmarks.paper_eval import GRIDS, main
 
 from autotm_core.capacity import Limit
-from autotm_core.memory import PRESETS, preset
+from autotm_core.presets import PRESETS, preset
 from autotm_core.sweep.grid import load_grid
 from autotm_core.zoo.catalog import NETWORKS, parse_spec
 

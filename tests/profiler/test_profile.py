@@ -17,8 +17,9 @@ from autotm_core.costs import load_costs
 from autotm_core.errors import NumaError
 from autotm_core.examples import build_example
 from autotm_core.formats.system_json import save_system
-from autotm_core.memory import MemorySystem, Pool, preset
+from autotm_core.memory import MemorySystem, Pool
 from autotm_core.plans import save_plan
+from autotm_core.presets import preset
 from autotm_core.profiler.cache import ProfileCache
 from autotm_core.profiler.profile import profile_graph, save_profile
 

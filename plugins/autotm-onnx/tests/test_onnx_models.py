@@ -7,8 +7,8 @@ import onnx
 import pytest
 from autotm_core.costs import estimate_flops, roofline_costs
 from autotm_core.ir import TensorKind, verify_graph
-from autotm_core.memory import preset
 from autotm_core.plugins import get_frontend
+from autotm_core.presets import preset
 from onnx import TensorProto
 
 import onnx_models

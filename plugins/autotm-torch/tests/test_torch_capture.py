@@ -12,7 +12,7 @@ from torch_models import MLP, DataDependent, Expand, InPlace, SmallCNN  # noqa: 
 from autotm_core import PluginError, TensorKind, get_frontend, verify_graph  # noqa: E402
 from autotm_core.costs import roofline_costs  # noqa: E402
 from autotm_core.ir import Severity  # noqa: E402
-from autotm_core.memory import preset  # noqa: E402
+from autotm_core.presets import preset  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def _check(graph):
 
 
 def _system():
-    from autotm_core.memory import PRESETS
+    from autotm_core.presets import PRESETS
 
     return preset(next(iter(PRESETS)))
 

@@ -8,8 +8,8 @@ import numpy as np
 from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.capacity import check_workspace_fits, with_fast_capacity
 from autotm_core.errors import CapacityError
-from autotm_core.ir import Graph, allowed_pools
-from autotm_core.memory import MemorySystem
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem, allowed_pools
 from autotm_core.units import format_bytes
 
 

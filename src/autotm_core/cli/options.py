@@ -169,8 +169,8 @@ def plan_inputs(args: argparse.Namespace, *,
                 check: bool = True) -> tuple[Plan, Graph, MemorySystem]:
     """The plan, graph and system of :func:`add_plan_arguments`, the plan verified against them
     (one :class:`~autotm_core.errors.PlanError` listing what is wrong) unless ``check`` is off."""
-    from autotm_core.formats import resolve_system
     from autotm_core.plans import check_plan, load_plan
+    from autotm_core.presets import resolve_system
     from autotm_core.sources import load_source
 
     plan = load_plan(args.plan)

@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from autotm_core.formats import resolve_system
+    from autotm_core.presets import resolve_system
     from autotm_core.profiler.cache import ProfileCache
     from autotm_core.profiler.profile import profile_graph, save_profile
     from autotm_core.report.profile_report import profile_facts, render_profile

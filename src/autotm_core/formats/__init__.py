@@ -9,7 +9,6 @@ from autotm_core.formats.graph_json import (
 )
 from autotm_core.formats.system_json import (
     load_system,
-    resolve_system,
     save_system,
     system_to_document,
 )
@@ -20,7 +19,6 @@ __all__ = [
     "load_graph",
     "load_system",
     "read_document",
-    "resolve_system",
     "save_graph",
     "save_system",
     "system_to_document",

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from autotm_core.errors import MemorySystemError
 from autotm_core.formats.document import Fields, envelope, read_document, write_document
-from autotm_core.memory import PRESETS, CopyLink, MemorySystem, Pool, preset
+from autotm_core.memory import CopyLink, MemorySystem, Pool
 
 KIND = "memory-system"
 VERSION = 1
@@ -60,15 +59,6 @@ def load_system(path: str | os.PathLike[str]) -> MemorySystem:
     """Read a memory-system file."""
     doc, fields = read_document(path, KIND, {VERSION})
     return _system_from(doc, fields)
-
-
-def resolve_system(preset_or_path: str) -> MemorySystem:
-    """A preset by name, or else a memory-system file by path."""
-    if preset_or_path in PRESETS:
-        return preset(preset_or_path)
-    if Path(preset_or_path).suffix.lower() == ".json" or Path(preset_or_path).exists():
-        return load_system(preset_or_path)
-    return preset(preset_or_path)
 
 
 def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:

@@ -4,7 +4,6 @@ from autotm_core.ir.builder import GraphBuilder
 from autotm_core.ir.graph import Graph
 from autotm_core.ir.kernel import Kernel
 from autotm_core.ir.liveness import Liveness
-from autotm_core.ir.pools import allowed_pools
 from autotm_core.ir.tensor import DTYPE_NBYTES, Tensor, TensorKind, nbytes_of
 from autotm_core.ir.verify import Problem, Severity, check_graph, verify_graph
 
@@ -18,7 +17,6 @@ __all__ = [
     "Severity",
     "Tensor",
     "TensorKind",
-    "allowed_pools",
     "check_graph",
     "nbytes_of",
     "verify_graph",

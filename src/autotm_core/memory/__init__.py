@@ -1,6 +1,10 @@
-"""Memory systems: pools, copy links and the built-in presets."""
+"""Memory systems: pools, copy links, and which pools each tensor may live in.
 
-from autotm_core.memory.presets import PRESETS, preset
+Plugin API: plugins may import the names of ``__all__``. The built-in systems
+are :mod:`autotm_core.presets`.
+"""
+
 from autotm_core.memory.system import CopyLink, MemorySystem, Pool
+from autotm_core.memory.tensor_pools import allowed_pools
 
-__all__ = ["PRESETS", "CopyLink", "MemorySystem", "Pool", "preset"]
+__all__ = ["CopyLink", "MemorySystem", "Pool", "allowed_pools"]

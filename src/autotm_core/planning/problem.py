@@ -103,7 +103,7 @@ def load_problem(graph: str | Graph, system: str | MemorySystem, *,
         base = _loaded(graph, system, None if costs_path is None else os.fspath(costs_path))
         return base.with_limit(limit)
     from autotm_core.costs import resolve_costs
-    from autotm_core.formats import resolve_system
+    from autotm_core.presets import resolve_system
     from autotm_core.sources import load_source
 
     graph = load_source(graph) if isinstance(graph, str) else graph
@@ -115,7 +115,7 @@ def load_problem(graph: str | Graph, system: str | MemorySystem, *,
 @functools.lru_cache(maxsize=16)
 def _loaded(graph_source: str, system_name: str, costs_path: str | None) -> Problem:
     from autotm_core.costs import resolve_costs
-    from autotm_core.formats import resolve_system
+    from autotm_core.presets import resolve_system
     from autotm_core.sources import load_source
 
     graph = load_source(graph_source)

@@ -30,8 +30,8 @@ import numpy as np
 
 from autotm_core.costs.model import CostTable, TableCosts
 from autotm_core.errors import UsageError
-from autotm_core.ir import Graph, allowed_pools
-from autotm_core.memory import MemorySystem
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem, allowed_pools
 from autotm_core.profiler.cache import CacheKey, ProfileCache
 from autotm_core.profiler.configs import DEFAULT_MAX_CONFIGS, kernel_configs
 from autotm_core.profiler.context import current_context

@@ -5,7 +5,8 @@ from __future__ import annotations
 from autotm_core.costs import resolve_costs
 from autotm_core.ilp.formulation import build_program
 from autotm_core.ilp.options import FormulationOptions
-from autotm_core.memory import MemorySystem, Pool, preset
+from autotm_core.memory import MemorySystem, Pool
+from autotm_core.presets import preset
 from autotm_core.solvers.highs import HighsSolver
 
 HIGHS = HighsSolver()

@@ -9,8 +9,8 @@ from autotm_core.errors import UsageError
 from autotm_core.examples.networks import mlp, training_chain
 from autotm_core.ilp.approximate import plan_approximate
 from autotm_core.ilp.planner import plan_graph
-from autotm_core.memory import preset
 from autotm_core.plans.verify import verify_plan
+from autotm_core.presets import preset
 
 
 @pytest.mark.highs

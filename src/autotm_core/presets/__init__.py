@@ -10,12 +10,15 @@ override the fast pool's with ``--fast-capacity`` or ``--ratio``.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from importlib import resources
+from pathlib import Path
 from types import MappingProxyType
 
 from autotm_core.errors import MemorySystemError
-from autotm_core.memory.system import MemorySystem
+from autotm_core.formats.system_json import load_system
+from autotm_core.memory import MemorySystem
 
 _FOLDER = resources.files(__name__)
 _SUFFIX = ".json"
@@ -23,10 +26,6 @@ _SUFFIX = ".json"
 
 @functools.cache
 def _load(name: str) -> MemorySystem:
-    # The format reader imports this package's classes, so it can only be
-    # imported once both packages exist: on first use, not at import.
-    from autotm_core.formats.system_json import load_system
-
     with resources.as_file(_FOLDER / f"{name}{_SUFFIX}") as path:
         system = load_system(path)
     if system.name != name:
@@ -57,3 +56,16 @@ def preset(name: str) -> MemorySystem:
             hint=f"use one of {', '.join(PRESETS)}, or give a memory-system JSON file",
         )
     return load()
+
+
+def resolve_system(preset_or_path: str | os.PathLike[str]) -> MemorySystem:
+    """A preset by name, or else a memory-system file by path (what ``--system`` takes)."""
+    text = os.fspath(preset_or_path)
+    if text in PRESETS:
+        return preset(text)
+    if Path(text).suffix.lower() == ".json" or Path(text).exists():
+        return load_system(text)
+    return preset(text)
+
+
+__all__ = ["PRESETS", "preset", "resolve_system"]

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from autotm_core.errors import PlanError
-from autotm_core.ir.graph import Graph
-
-if TYPE_CHECKING:
-    from autotm_core.memory import MemorySystem
+from autotm_core.ir import Graph
+from autotm_core.memory.system import MemorySystem
 
 
 def allowed_pools(graph: Graph, system: MemorySystem) -> tuple[tuple[str, ...], ...]:
