@@ -1,8 +1,7 @@
 """Plugins import only the plugin API that docs/writing-a-frontend.md documents.
 
 The guide's section "What a plugin may import" lists the modules in a table; from
-each, a plugin may import the names of its ``__all__`` (for ``autotm_core.errors``,
-its exception classes). Every ``autotm_core`` import under ``plugins/*/src`` is
+each, a plugin may import the names of its ``__all__``. Every ``autotm_core`` import under ``plugins/*/src`` is
 read statically (imports inside functions included) and checked against that.
 """
 
@@ -30,14 +29,12 @@ def documented_modules() -> list[str]:
 
 
 def public_names(module_name: str) -> set[str]:
-    """What a plugin may import from ``module_name``: its ``__all__``, or its exceptions."""
+    """What a plugin may import from ``module_name``: its ``__all__`` (every module of the
+    API has one)."""
     module = importlib.import_module(module_name)
     names = getattr(module, "__all__", None)
-    if names is not None:
-        return set(names)
-    return {name for name, value in vars(module).items()
-            if isinstance(value, type) and issubclass(value, Exception)
-            and value.__module__ == module_name and not name.startswith("_")}
+    assert names is not None, f"{module_name} is plugin API but lists no __all__"
+    return set(names)
 
 
 def core_imports(source: str) -> Iterator[tuple[int, str, str | None]]:

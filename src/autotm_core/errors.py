@@ -5,6 +5,8 @@ Each carries a message that says what is wrong and, where it can, a ``hint``
 that says what to do. The command line catches :class:`AutotmError`, prints the
 message and the hint on one line each, and exits non-zero: a traceback that
 reaches a user is a bug.
+
+Plugin API: plugins may import every name of ``__all__``.
 """
 
 from __future__ import annotations
@@ -97,3 +99,20 @@ def summarize_problems(what: str, problems: Sequence[str], *, shown: int = 5) ->
     more = f" (+{count - shown} more)" if count > shown else ""
     noun = "problem" if count == 1 else "problems"
     return f"{what}: {count} {noun}: {head}{more}"
+
+
+__all__ = [
+    "AutotmError",
+    "CapacityError",
+    "ExecutionError",
+    "FormatError",
+    "GraphError",
+    "MemorySystemError",
+    "NumaError",
+    "PlanError",
+    "PluginError",
+    "SolveInterruptedError",
+    "SolverError",
+    "UsageError",
+    "summarize_problems",
+]

@@ -51,10 +51,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         explanation = explain_tensor(plan, graph, system, tensor=args.tensor)
         view = render_tensor(explanation, tuple(k.name for k in graph.kernels))
     else:
-        from autotm_core.costs.resolve import resolve_costs
+        from autotm_core.planning import load_problem
 
-        costs = resolve_costs(graph, system, costs_path=args.costs)
-        explanation = explain_kernel(plan, graph, system, costs, kernel=args.kernel)
+        problem = load_problem(graph, system, costs_path=args.costs)
+        explanation = explain_kernel(plan, graph, system, problem.costs, kernel=args.kernel)
         view = render_kernel(explanation)
     if args.json:
         console.print_json(json.dumps(attrs.asdict(explanation, value_serializer=_json_value)))

@@ -1,4 +1,6 @@
-"""The typed intermediate representation: tensors, kernels, graphs and their liveness."""
+"""The typed intermediate representation: tensors, kernels, graphs and their liveness.
+
+Plugin API: plugins may import the names of ``__all__`` (see docs/writing-a-frontend.md)."""
 
 from autotm_core.ir.builder import GraphBuilder
 from autotm_core.ir.graph import Graph

@@ -1,4 +1,6 @@
-"""Plans: the records, their file format, their verifier."""
+"""Plans: the records, their file format, their verifier.
+
+Plugin API: plugins may import the names of ``__all__`` (see docs/writing-a-frontend.md)."""
 
 from autotm_core.plans.build import kernel_configs, make_plan
 from autotm_core.plans.model import Move, MoveKind, Plan, Residency
