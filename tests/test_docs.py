@@ -41,6 +41,7 @@ def test_commands_are_extracted() -> None:
     assert shell_commands(text) == ["python -m a b c"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("document", DOCUMENTS)
 def test_document_commands_run(document: str, tmp_path: Path) -> None:
     commands = shell_commands((ROOT / document).read_text(encoding="utf-8"))

@@ -80,6 +80,7 @@ def test_unknown_names_are_usage_errors(cnn, optane) -> None:
         explain_kernel(plan, cnn, optane, resolve_costs(cnn, optane), kernel="nope")
 
 
+@pytest.mark.slow
 def test_explain_command(tmp_path, cnn, optane) -> None:
     plan = _greedy(cnn, optane)
     save_plan(plan, tmp_path / "plan.json")

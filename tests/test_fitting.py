@@ -73,6 +73,7 @@ def test_overflowing_plan_is_re_solved_until_it_fits() -> None:
     assert fitted.result.step_seconds == pytest.approx(fitted.rounds[-1].step_seconds)
 
 
+@pytest.mark.slow
 def test_a_plan_that_packs_at_once_takes_one_round() -> None:
     graph = training_chain(4)
     fitted = autotm_core.plan_with_addresses(

@@ -1,8 +1,9 @@
 """Plugins import only the plugin API that docs/writing-a-frontend.md documents.
 
 The guide's section "What a plugin may import" lists the modules in a table; from
-each, a plugin may import the names of its ``__all__``. Every ``autotm_core`` import under ``plugins/*/src`` is
-read statically (imports inside functions included) and checked against that.
+each, a plugin may import the names of its ``__all__``. Every ``autotm_core`` import
+under ``plugins/*/src`` is read statically (imports inside functions included) and
+checked against that.
 """
 
 from __future__ import annotations

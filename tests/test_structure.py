@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +20,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "autotm_core"
 SOLVER_LIBRARIES = ("highspy", "swiglpk", "pulp", "cbcbox", "pyomo", "gurobipy", "mip")
 
 
+@functools.cache
+def _parsed() -> tuple[tuple[str, ast.Module], ...]:
+    return tuple((path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text("utf-8")))
+                 for path in sorted(PACKAGE.rglob("*.py")))
+
+
 def _modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        yield path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+    """(path under the package, syntax tree) of every module, parsed once."""
+    return iter(_parsed())
 
 
 def _top(relative: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +24,7 @@ def items(draw):  # type: ignore[no-untyped-def]
     return [np.array(x, dtype=np.int64) for x in (start, end, size, order)] + [n_times]
 
 
+@pytest.mark.slow
 @given(items())
 @settings(max_examples=100, deadline=None)
 def test_compiled_equals_reference(case):  # type: ignore[no-untyped-def]

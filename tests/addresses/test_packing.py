@@ -32,6 +32,7 @@ def check_fitted(result: OffsetAssignment, graph, system, alignment: int) -> Non
         assert packing.lower_bound_nbytes <= packing.height_nbytes <= packing.capacity_nbytes
 
 
+@pytest.mark.slow
 @given(seed=st.integers(0, 10_000), alignment=st.sampled_from([1, 8, 64]))
 @settings(max_examples=25, deadline=None)
 def test_random_plans_get_addresses_the_verifier_accepts(seed: int, alignment: int) -> None:

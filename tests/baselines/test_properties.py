@@ -39,6 +39,7 @@ def _plan_or_none(name: str, graph: Graph, system: MemorySystem, capacity: int) 
         return None
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(training_graphs(max_layers=4).map(_placeable), st.sampled_from([0, 1, 4, 8, 50]))
 @pytest.mark.parametrize("name", sorted(BASELINES))

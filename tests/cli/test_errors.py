@@ -65,6 +65,7 @@ def test_info_on_a_bad_source(capsys: pytest.CaptureFixture[str], key: str) -> N
     _assert_one_clear_error(_in_process(capsys, "info", source), problem)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [*SUBPROCESS_SAMPLE, "missing file"])
 def test_python_m_autotm_core_info_on_bad_input(runs: dict[str, Run], key: str) -> None:
     if key in BROKEN_GRAPHS:

@@ -60,6 +60,7 @@ def _row(table: str, name: str) -> str:
     return rows[0]
 
 
+@pytest.mark.slow
 def test_plugins_lists_good_broken_invalid_and_conflicting(runs: dict[str, Run]) -> None:
     run = runs["plugins"]
     assert run.returncode == 0, run.stderr

@@ -51,6 +51,7 @@ def test_readme_first_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert facts["addresses"]["fits"] and facts["addresses"]["rounds"] >= 1
 
 
+@pytest.mark.slow
 def test_report_plan_file_and_addresses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "plan.json"
     assert main([*SMALL, "--ratio", "4:1", "-o", str(out)]) == 0
@@ -109,6 +110,7 @@ def test_bad_ratio_or_size_is_one_clear_line(
     assert "hint:" in err
 
 
+@pytest.mark.slow
 def test_not_proven_optimal_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A time-limited or interrupted solve's plan is reported as the best found."""
     from autotm_core.ilp import planner

@@ -9,6 +9,7 @@ import pytest
 from autotm_core.cli.main import main
 
 
+@pytest.mark.slow
 def test_approximate_mode_reports_a_bound_and_beats_greedy(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -86,6 +86,7 @@ def test_first_touch_plan_of_a_training_chain_runs_and_matches():
     assert report.final_digests.keys() >= {"loss", "w0", "w1", "w2"}
 
 
+@pytest.mark.slow
 def test_async_copy_overlaps_a_slow_kernel():
     graph = overlap_graph(nbytes=48 * MIB, flops=4e8)
     system = two_pools(fast_nbytes=64 * MIB)

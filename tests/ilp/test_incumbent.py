@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
+
 from autotm_core import preset
 from autotm_core.costs import roofline_costs
 from autotm_core.examples import build_example
@@ -29,6 +31,7 @@ def test_relax_and_fix_is_feasible_and_bounded_by_the_lp() -> None:
     assert result.best_bound <= result.objective * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_plan_graph_is_as_good_with_and_without_relax_and_fix() -> None:
     graph = build_example("chain-30")
     capacity = fast_capacity_for_ratio(graph.liveness.peak_nbytes, Fraction(4))

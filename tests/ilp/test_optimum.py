@@ -66,6 +66,7 @@ def table_costs(graph, system):
     ("static", 10 * MiB), ("static", 12 * MiB), ("static", 16 * MiB),
     ("synchronous", 10 * MiB), ("asynchronous", 12 * MiB),
 ])
+@pytest.mark.slow
 def test_matches_enumeration(formulation, capacity):
     graph = tiny_graph()
     system = system_with(capacity)
@@ -105,6 +106,7 @@ def test_table_costs_match_enumeration(formulation):
     assert result.step_seconds == pytest.approx(best, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.highs
 @pytest.mark.parametrize("formulation", ["static", "synchronous"])
 @pytest.mark.parametrize("capacity", [6 * MiB, 10 * MiB])

@@ -38,6 +38,7 @@ def _optimum(lp) -> float:
     return result.objective
 
 
+@pytest.mark.slow
 @pytest.mark.slow  # exact (gap 0) solves of the full and the reduced models
 @pytest.mark.highs
 @pytest.mark.parametrize("name", ["chain-5", "mlp"])
@@ -127,6 +128,7 @@ def test_never_fast_fixes_slots_where_the_workspace_leaves_no_room():
 @pytest.mark.highs
 @pytest.mark.parametrize("make", [lambda: training_chain(12), lambda: mlp(batch=8),
                                   lambda: cnn(batch=2)], ids=["chain-12", "mlp", "cnn"])
+@pytest.mark.slow
 @pytest.mark.parametrize("fraction", [0.3, 0.6])
 def test_reduced_model_has_the_full_models_optimum(make, fraction):
     graph = make()

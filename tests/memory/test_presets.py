@@ -106,6 +106,7 @@ def test_preset_file_must_name_its_system(
     "name,formulation",
     [(name, "static") for name in sorted(RECORDED)] + [("hbm-dram-cxl", None)],
 )
+@pytest.mark.slow
 def test_every_preset_solves_on_the_command_line(
     name: str, formulation: str | None, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -17,6 +17,7 @@ def _json(argv: list[str], capsys: pytest.CaptureFixture[str]):  # type: ignore[
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 @pytest.mark.highs
 def test_every_command_plans_a_point_the_same_way(capsys: pytest.CaptureFixture[str]) -> None:
     # cnn at 1:1 needs a second address-fitting round: a command that skipped the fitting

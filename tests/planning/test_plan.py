@@ -36,6 +36,7 @@ def test_one_registry_of_planners() -> None:
     assert "synchronous" in (info.value.hint or "") and "greedy" in (info.value.hint or "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in PLANNERS if n != "all-fast"])
 def test_every_planner_gives_a_verified_simulated_outcome(problem, name: str) -> None:  # type: ignore[no-untyped-def]
     outcome = plan(problem, name, time_limit_seconds=30)

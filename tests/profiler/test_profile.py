@@ -55,6 +55,7 @@ def profiled(tmp_path_factory: pytest.TempPathFactory):
     return root, graph, system, cache, result
 
 
+@pytest.mark.slow
 def test_every_kernel_every_configuration_is_measured_once_per_placement(profiled) -> None:
     _, graph, _, cache, result = profiled
     assert result.kernels == 24 and result.distinct_kernels == 21

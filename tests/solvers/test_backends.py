@@ -84,6 +84,7 @@ def test_tiny_time_limit_returns_time_limit(name: str) -> None:
         assert result.objective == pytest.approx(pyo.value(model.obj))
 
 
+@pytest.mark.slow
 @pytest.mark.highs
 def test_highs_ctrl_c_keeps_the_best_solution_or_says_none_was_found() -> None:
     model = facility_location(40, 80)

@@ -121,6 +121,7 @@ def test_results_file_and_csv(tmp_path: Path) -> None:
         load_results(tmp_path / "bad.json")
 
 
+@pytest.mark.slow
 def test_local_processes_give_the_serial_results() -> None:
     from autotm_core.sweep.parallel import local_executor
 
@@ -144,6 +145,7 @@ def test_dask_cluster_gives_the_serial_results() -> None:
     _same(list(on_cluster.points), list(serial.points))
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_is_one_clear_error() -> None:
     pytest.importorskip("distributed", reason="the cluster extra is not installed")
     from autotm_core.sweep.parallel import dask_executor

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ENV = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "120"}
 RATIOS = "0:1,1:1,2:1,4:1,8:1"
 
@@ -27,6 +29,7 @@ def _points(path: Path) -> list[dict]:
         return []
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_points_and_rerun_resumes(tmp_path: Path) -> None:
     results = tmp_path / "sweep.json"
     command = [sys.executable, "-m", "autotm_core", "sweep", "example:cnn", "--system",
@@ -55,6 +58,7 @@ def test_ctrl_c_keeps_points_and_rerun_resumes(tmp_path: Path) -> None:
             point["plan_seconds"]
     assert len(_points(results)) == 5
 
+@pytest.mark.slow
 def test_sweep_command_writes_every_output(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "autotm_core", "sweep", "example:mlp", "--system",
                "optane-2019", "--planners", "first-touch,greedy", "--ratios", "0:1,1:1,4:1,8:1",

@@ -55,6 +55,7 @@ def _system():
 @pytest.mark.parametrize(
     "model_class, shape, n_classes", [(MLP, (4, 8), 4), (SmallCNN, (2, 3, 8, 8), 10)]
 )
+@pytest.mark.slow
 def test_training_step_sizes_match_the_model(
     frontend, model_class, shape, n_classes, optimizer_class
 ):

@@ -13,6 +13,7 @@ from autotm_core.plans.verify import verify_plan
 from autotm_core.presets import preset
 
 
+@pytest.mark.slow
 @pytest.mark.highs
 @pytest.mark.parametrize("fraction", [0.3, 0.6])
 def test_plan_verifies_beats_greedy_and_bounds_the_exact_optimum(fraction):
@@ -43,6 +44,7 @@ def test_no_time_to_solve_returns_greedy_with_the_kernel_bound():
     assert verify_plan(result.plan, graph, result.system) == []
 
 
+@pytest.mark.slow
 @pytest.mark.highs
 def test_without_reductions_the_same_plan_quality():
     graph = training_chain(6)
@@ -57,6 +59,7 @@ def test_without_reductions_the_same_plan_quality():
     assert kept.step_seconds == pytest.approx(plain.step_seconds, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.highs
 def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
     graph = training_chain(8)  # 25 kernels, planned 6 at a time

@@ -32,6 +32,7 @@ SETTINGS = [
 @pytest.mark.highs
 @pytest.mark.parametrize(("name", "make", "fraction", "formulation", "three", "core", "margin"),
                          SETTINGS, ids=[s[0] for s in SETTINGS])
+@pytest.mark.slow
 def test_rolling_plan_is_feasible_and_the_lagrangian_bound_is_below_the_optimum(
         name, make, fraction, formulation, three, core, margin):
     graph = make()
