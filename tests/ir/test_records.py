@@ -30,11 +30,24 @@ def test_tensor_defaults_and_conversions() -> None:
     assert (plain.shape, plain.dtype, plain.pools) == (None, None, None)
 
 
-@pytest.mark.parametrize("nbytes", [-1, 1.5, 2.0, "8", True, None, math.nan])
+@pytest.mark.parametrize("nbytes", [-1, 1.5, 2.0, "8", True, None, math.nan, 2**48 + 1, 10**30],
+                         ids=str)
 def test_tensor_rejects_bad_sizes_naming_the_tensor(nbytes: object) -> None:
     with pytest.raises(GraphError, match="'w0'") as caught:
         Tensor("w0", nbytes)  # type: ignore[arg-type]
     assert caught.value.hint
+
+
+def test_sizes_up_to_2_48_bytes_and_graphs_up_to_2_60() -> None:
+    assert Tensor("w", 2**48).nbytes == 2**48
+    with pytest.raises(GraphError, match=r"workspace of about 2\^16609 is more than the 2"):
+        Kernel("k", "x", (), ("w",), workspace_nbytes=10**5000)
+    b = GraphBuilder("huge")
+    names = [b.tensor(f"t{i}", nbytes=2**48) for i in range(4097)]
+    for i, name in enumerate(names):
+        b.kernel(f"k{i}", op="x", outputs=[name])
+    problems = verify_graph(b.build(verify=False))
+    assert any("more than the 2^60 bytes" in str(p) for p in problems)
 
 
 @pytest.mark.parametrize("name", ["", 3, None])

@@ -7,7 +7,7 @@ import math
 import attrs
 
 from autotm_core.errors import GraphError
-from autotm_core.ir.tensor import _check_name
+from autotm_core.ir.tensor import MAX_NBYTES, _check_name, too_big
 
 
 def _to_names(value: object) -> tuple[str, ...]:
@@ -45,13 +45,18 @@ def _check_flops(instance: Kernel, attribute: attrs.Attribute, value: object) ->
 
 
 def _check_workspace(instance: Kernel, attribute: attrs.Attribute, value: object) -> None:
-    if type(value) is int and value >= 0:  # the common case, decided at once
+    if type(value) is int and 0 <= value <= MAX_NBYTES:  # the common case, decided at once
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise GraphError(
             f"kernel {instance.name!r}: workspace {value!r} must be a whole number of bytes >= 0",
             hint="give workspace_nbytes as an integer count of bytes",
         )
+    raise GraphError(
+        f"kernel {instance.name!r}: workspace {too_big(value)} is more than the 2^48 bytes "
+        "(256 TiB) autotm-core plans",
+        hint="give workspace_nbytes in bytes; a real kernel's scratch space is far smaller",
+    )
 
 
 @attrs.frozen(slots=True)

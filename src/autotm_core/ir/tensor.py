@@ -80,8 +80,15 @@ def _check_name(instance: object, attribute: attrs.Attribute, value: object) -> 
         )
 
 
+MAX_NBYTES = 2**48
+"""The largest tensor or workspace (256 TiB, far beyond any memory): byte counts and their
+sums over a graph are 64-bit integers in the liveness, the simulator and the models."""
+MAX_TOTAL_NBYTES = 2**60
+"""The largest sum of a graph's tensor and workspace bytes (1 EiB), for the same reason."""
+
+
 def _check_nbytes(instance: Tensor, attribute: attrs.Attribute, value: object) -> None:
-    if type(value) is int and value >= 0:  # the common case, decided at once
+    if type(value) is int and 0 <= value <= MAX_NBYTES:  # the common case, decided at once
         return
     if isinstance(value, bool) or not isinstance(value, int):
         raise GraphError(
@@ -93,6 +100,17 @@ def _check_nbytes(instance: Tensor, attribute: attrs.Attribute, value: object) -
             f"tensor {instance.name!r}: size {value} is negative",
             hint="give nbytes as a count of bytes, 0 or more",
         )
+    raise GraphError(
+        f"tensor {instance.name!r}: size {too_big(value)} is more than the 2^48 bytes "
+        "(256 TiB) autotm-core plans",
+        hint="give nbytes in bytes (not bits or elements); a real tensor is far smaller",
+    )
+
+
+def too_big(value: int) -> str:
+    """``value`` for a message: itself when short, else its power of two (``2^99`` and up;
+    ``str`` refuses integers of over 4,300 digits)."""
+    return str(value) if value.bit_length() <= 80 else f"of about 2^{value.bit_length() - 1}"
 
 
 def _to_shape(value: object) -> tuple[int, ...] | None:

@@ -14,7 +14,7 @@ import attrs
 
 from autotm_core.errors import GraphError, summarize_problems
 from autotm_core.ir.graph import Graph
-from autotm_core.ir.tensor import TensorKind
+from autotm_core.ir.tensor import MAX_TOTAL_NBYTES, TensorKind
 
 
 class Severity(enum.Enum):
@@ -58,6 +58,10 @@ def verify_graph(graph: Graph) -> list[Problem]:
             if count > 1:
                 error(f"kernel {name!r}", f"appears {count} times; give each kernel a unique name")
 
+    total = graph.total_nbytes + sum(k.workspace_nbytes for k in graph.kernels)
+    if total > MAX_TOTAL_NBYTES:
+        error(f"graph {graph.name!r}", f"holds {total:,} bytes of tensors and workspaces, more "
+              "than the 2^60 bytes (1 EiB) autotm-core plans; give sizes in bytes")
     kinds = {t.name: t.kind for t in graph.tensors}
     pre_existing = {name for name, kind in kinds.items() if kind.exists_before_step}
     first_writer: dict[str, str] = {}
