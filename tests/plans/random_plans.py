@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from autotm_core import Graph, GraphBuilder, MemorySystem
+from autotm_core.ir import TensorKind
 from autotm_core.memory import CopyLink, Pool
 from autotm_core.plans import Move, MoveKind, Plan, Residency, make_plan
 
@@ -89,7 +90,11 @@ def tiny_plan(*, a_move: str = "async", offsets: bool = False) -> Plan:
 
 
 def random_plan(graph: Graph, system: MemorySystem, seed: int, *, move_rate: float = 0.3) -> Plan:
-    """A random plan that follows every rule (capacities: the system's, assumed roomy)."""
+    """A random plan that follows every rule (capacities: the system's, assumed roomy).
+
+    A tensor that exists before the step and survives it begins in one or more "home" pools
+    and is copied back into each before the last kernel; an input begins in one pool.
+    """
     rng = np.random.default_rng(seed)
     live = graph.liveness
     n_pools = len(system.pools)
@@ -104,9 +109,16 @@ def random_plan(graph: Graph, system: MemorySystem, seed: int, *, move_rate: flo
         if last < first:
             continue
         allowed = [p for p in range(n_pools) if tensor.pools is None or names[p] in tensor.pools]
-        open_: dict[int, int] = {int(rng.choice(allowed)): first}  # pool -> first kernel
+        starts = _start_pools(rng, allowed, tensor.kind,
+                              several=last > 0 and (t, last) not in writes)
+        open_: dict[int, int] = dict.fromkeys(starts, first)  # pool -> first kernel
+        surviving = tensor.kind.exists_before_step and tensor.kind.survives_step
+        homes = starts if surviving else []
         for k in range(first, last + 1):
             written = (t, k) in writes
+            if homes and k == last and k > 0:
+                _come_home(tensor.name, names, homes, open_, k, written, residencies, moves)
+                continue
             if rng.random() >= move_rate:
                 if written:
                     _keep_only_written_copy(tensor.name, names, open_, k, residencies, set())
@@ -136,6 +148,32 @@ def random_plan(graph: Graph, system: MemorySystem, seed: int, *, move_rate: flo
         for p, start in open_.items():
             residencies.append(Residency(tensor.name, names[p], start, last))
     return make_plan(graph, system, residencies=residencies, moves=moves, planner="random")
+
+
+def _start_pools(rng: np.random.Generator, allowed: list[int], kind: TensorKind,
+                 *, several: bool) -> list[int]:
+    """The pools a tensor begins in: one, or maybe two for one existing before and after."""
+    if kind.exists_before_step and kind.survives_step and several and len(allowed) > 1 \
+            and rng.random() < 0.3:
+        return sorted(int(p) for p in rng.choice(allowed, size=2, replace=False))
+    return [int(rng.choice(allowed))]
+
+
+def _come_home(tensor: str, names: list[str], homes: list[int], open_: dict[int, int], k: int,
+               written: bool, residencies: list[Residency], moves: list[Move]) -> None:
+    """At the last kernel ``k``, copy the tensor back into each home pool (sync, before ``k``).
+
+    Every open copy holds the current value here. When ``k`` writes the tensor it has one
+    home, and every other copy ends at ``k - 1`` so that ``k`` writes into the home.
+    """
+    source = min(open_)
+    for home in homes:
+        if home not in open_:
+            moves.append(Move(tensor, names[source], names[home], k))
+            open_[home] = k
+    if written:
+        for p in [p for p in open_ if p not in homes]:
+            residencies.append(Residency(tensor, names[p], open_.pop(p), k - 1))
 
 
 def _keep_only_written_copy(tensor: str, names: list[str], open_: dict[int, int], k: int,

@@ -240,6 +240,7 @@ def test_a_write_leaves_no_stale_copy() -> None:
                for p in problems), problems
 
 
+@pytest.mark.slow  # the address packer's first run compiles (or loads) its numba loop
 def test_workspace_addresses_are_checked_and_survive_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import attrs
 
@@ -261,3 +262,14 @@ def test_workspace_addresses_are_checked_and_survive_the_file(tmp_path) -> None:
     assert any("lies outside" in p for p in verify_plan(outside, graph, system))
     nowhere = attrs.evolve(fitted, workspace_offsets={0: 0})
     assert any("has no workspace" in p for p in verify_plan(nowhere, graph, system))
+
+
+@pytest.mark.parametrize("huge", [10**30, 2**63 - 10, -(2**62)])
+def test_numbers_too_large_for_the_arrays_are_refused(huge: int) -> None:
+    plan = tiny_plan(offsets=True)
+    one_problem_with(replace_residency(plan, "b", "fast", first=huge), "]: first is",
+                     "magnitude below 2**62")
+    one_problem_with(replace_residency(plan, "c", "fast", last=huge), "]: last is")
+    one_problem_with(replace_residency(plan, "c", "fast", offset=huge), "]: offset is")
+    moves = [attrs.evolve(plan.moves[0], kernel=huge), *plan.moves[1:]]
+    one_problem_with(attrs.evolve(plan, moves=moves), "moves[0]: kernel")

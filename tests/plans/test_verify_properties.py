@@ -147,29 +147,52 @@ def test_capacity_is_exactly_the_peak_of_the_rules(case: tuple[int, bool, int]) 
 
 
 def first_fit_offsets(plan: Plan, graph: Graph) -> Plan:
-    """Addresses by a slow, obviously right first fit over half-step spans."""
+    """Addresses by a slow, obviously right first fit over half-step spans.
+
+    A tensor existing before and after the step gets one address, in each pool it begins the
+    step in, for the residency it begins in and the one it ends in (the next step finds it
+    there): the two are placed together.
+    """
     size = {t.name: t.nbytes for t in graph.tensors}
     sync_in = {(m.tensor, m.target, m.kernel) for m in plan.moves if m.kind is MoveKind.SYNC}
     sync_out = {(m.tensor, m.source, m.kernel) for m in plan.moves if m.kind is MoveKind.SYNC}
+    landed = {(m.tensor, m.target, m.kernel) for m in plan.moves}
 
     def span(r):  # type: ignore[no-untyped-def]
         start = 2 * r.first + 1 - ((r.tensor, r.pool, r.first) in sync_in)
         end = 2 * r.last + 1 + ((r.tensor, r.pool, r.last + 1) in sync_out)
         return start, end
 
+    together: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(plan.residencies):
+        kind = graph.tensor(r.tensor).kind
+        if kind.exists_before_step and kind.survives_step and r.first == 0 \
+                and (r.tensor, r.pool, 0) not in landed:
+            together[(r.tensor, r.pool)] = [i]
+    for i, r in enumerate(plan.residencies):
+        mates = together.get((r.tensor, r.pool), [i])
+        if r.last == len(graph.kernels) - 1 and i not in mates:
+            mates.append(i)
     placed: list[tuple[str, int, int, int, int]] = []  # pool, start, end, offset, nbytes
-    rows = []
-    for r in plan.residencies:
-        start, end = span(r)
-        clash = [(o, n) for p, s, e, o, n in placed if p == r.pool and s <= end and start <= e]
+    offsets: dict[int, int] = {}
+    for i, r in enumerate(plan.residencies):
+        if i in offsets:
+            continue
+        group = together.get((r.tensor, r.pool), [i])
+        group = group if i in group else [i]
+        spans = [span(plan.residencies[j]) for j in group]
+        clash = [(o, n) for p, s, e, o, n in placed for start, end in spans
+                 if p == r.pool and s <= end and start <= e]
         need = size[r.tensor]
         offset = min(
             c
             for c in [0] + [o + n for o, n in clash]
             if all(c + need <= o or o + n <= c for o, n in clash)
         )
-        placed.append((r.pool, start, end, offset, size[r.tensor]))
-        rows.append(attrs.evolve(r, offset=offset))
+        for j, (start, end) in zip(group, spans, strict=True):
+            placed.append((r.pool, start, end, offset, need))
+            offsets[j] = offset
+    rows = [attrs.evolve(r, offset=offsets[i]) for i, r in enumerate(plan.residencies)]
     return attrs.evolve(plan, residencies=rows)
 
 

@@ -92,3 +92,11 @@ def test_refuses_what_it_cannot_place() -> None:
         simulate(attrs.evolve(plan, configs=plan.configs[:2]), graph, system, costs)
     with pytest.raises(PlanError, match="3 pools"):
         simulate(plan, graph, system, roofline_costs(graph, three_pools()))
+
+
+def test_a_plan_with_a_number_too_large_is_refused_not_crashed() -> None:
+    plan = tiny_plan()
+    moves = [attrs.evolve(plan.moves[0], kernel=10**30), *plan.moves[1:]]
+    graph, system = tiny_graph(), tiny_system()
+    with pytest.raises(PlanError, match="moves\\[0\\]: kernel"):
+        simulate(attrs.evolve(plan, moves=moves), graph, system, roofline_costs(graph, system))

@@ -8,8 +8,9 @@ unknown is left out and reported, so that every later check is vectorised.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from operator import attrgetter
+from typing import Any
 
 import attrs
 import numpy as np
@@ -21,6 +22,9 @@ from autotm_core.plans.model import MoveKind, Plan
 
 NO_OFFSET = np.iinfo(np.int64).min
 """What :attr:`PlanArrays.res_offset` holds for a residency without an address."""
+
+MAX_MAGNITUDE = 1 << 62
+"""Kernel positions and byte offsets of a plan are refused from this magnitude on."""
 
 NOWHERE = "?"
 """The pool name :func:`autotm_core.plans.kernel_configs` writes for a tensor resident nowhere."""
@@ -89,11 +93,16 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
                 f"residencies[{i}]: tensor {r.tensor!r} is in pool {r.pool!r}, which memory system "
                 f"{system.name!r} does not have (its pools: {known_pools})"
             )
-    res_keep = np.flatnonzero((res_t >= 0) & (res_p >= 0))
-    res_first = np.fromiter(map(attrgetter("first"), rs), np.int64, len(rs))
-    res_last = np.fromiter(map(attrgetter("last"), rs), np.int64, len(rs))
+    res_first, first_ok = _numbers(list(map(attrgetter("first"), rs)),
+                                   lambda i: f"residencies[{i}]: first", problems)
+    res_last, last_ok = _numbers(list(map(attrgetter("last"), rs)),
+                                 lambda i: f"residencies[{i}]: last", problems)
+    res_keep = np.flatnonzero((res_t >= 0) & (res_p >= 0) & first_ok & last_ok)
     offsets = list(map(attrgetter("offset"), rs))
-    res_offset = np.fromiter((NO_OFFSET if o is None else o for o in offsets), np.int64, len(rs))
+    no_offset = np.fromiter((o is None for o in offsets), np.bool_, len(rs))
+    res_offset, offset_ok = _numbers([0 if o is None else o for o in offsets],
+                                     lambda i: f"residencies[{i}]: offset", problems)
+    res_offset[no_offset | ~offset_ok] = NO_OFFSET
 
     ms = plan.moves
     mv_t = _positions(map(attrgetter("tensor"), ms), tensors, len(ms))
@@ -109,8 +118,9 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
                 f"moves[{i}]: move of tensor {m.tensor!r} names pool {bad!r}, which memory system "
                 f"{system.name!r} does not have (its pools: {known_pools})"
             )
-    mv_keep = np.flatnonzero((mv_t >= 0) & (mv_s >= 0) & (mv_d >= 0))
-    mv_k = np.fromiter(map(attrgetter("kernel"), ms), np.int64, len(ms))
+    mv_k, kernel_ok = _numbers(list(map(attrgetter("kernel"), ms)),
+                               lambda i: f"moves[{i}]: kernel", problems)
+    mv_keep = np.flatnonzero((mv_t >= 0) & (mv_s >= 0) & (mv_d >= 0) & kernel_ok)
     mv_a = np.array([m.kind is MoveKind.ASYNC for m in ms], dtype=np.bool_)
 
     entry_pools = _entry_pools(plan, graph, pools, problems)
@@ -132,6 +142,27 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
         entry_pools=entry_pools,
     )
     return arrays, problems
+
+
+def _numbers(values: list[Any], where: Callable[[int], str],
+             problems: list[str]) -> tuple[IntArray, BoolArray]:
+    """``values`` as int64, and which of them are usable: whole numbers of magnitude below
+    :data:`MAX_MAGNITUDE` (so that sums of two fit); a problem for each one that is not."""
+    try:  # the fast path: every value a machine integer
+        out = np.fromiter(values, np.int64, len(values))
+        ok = (out > -MAX_MAGNITUDE) & (out < MAX_MAGNITUDE)
+    except (OverflowError, TypeError, ValueError):
+        usable = [isinstance(v, int | np.integer) and not isinstance(v, bool)
+                  and -MAX_MAGNITUDE < v < MAX_MAGNITUDE for v in values]
+        out = np.fromiter((v if good else 0 for v, good in zip(values, usable, strict=True)),
+                          np.int64, len(values))
+        ok = np.asarray(usable, dtype=np.bool_).reshape(len(values))
+    for i in np.flatnonzero(~ok).tolist():
+        value = values[i]
+        shown = (f"an integer of {value.bit_length()} bits" if isinstance(value, int)
+                 and value.bit_length() > 64 else repr(value))
+        problems.append(f"{where(i)} is {shown}; give a whole number of magnitude below 2**62")
+    return out, ok
 
 
 def _positions(names: Iterable[str], index: dict[str, int], count: int) -> IntArray:

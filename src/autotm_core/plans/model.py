@@ -1,8 +1,12 @@
-"""The Plan: where every tensor lives over the program, and every move.
+"""The Plan: where every tensor lives during one training step, and every move.
 
-Time is counted in kernel positions ``0 .. n-1`` of the graph's order. The
-semantics, which the verifier (:mod:`autotm_core.plans.verify`) enforces and
-every planner, simulator and executor follows:
+A plan describes ONE STEP OF A TRAINING LOOP: the next step starts where this
+one ends. Time is counted in kernel positions ``0 .. n-1`` of the graph's order.
+The semantics, which the verifier (:mod:`autotm_core.plans.verify`) enforces and
+every planner, simulator and executor follows (docs/formats.md, section Plan,
+lists them as rules):
+
+Where tensors are
 
 - A :class:`Residency` says tensor ``t`` occupies pool ``p`` during kernels
   ``first .. last`` (inclusive). A tensor may have residencies in several pools
@@ -23,6 +27,38 @@ every planner, simulator and executor follows:
 - A kernel's workspace lives in the fastest pool while it runs.
 - ``offset`` (optional) is the byte address of a residency inside its pool;
   residencies overlapping in time must not overlap in address.
+
+Values: every copy holds the tensor's current value
+
+- A residency holds the current value from where it begins: a tensor that
+  exists before the step holds its pre-step value in the residencies it begins
+  the step in (those at kernel 0, but a copy a move lands during kernel 0); the
+  producer writes a new tensor into the pool its configuration names; a move
+  copies its source's value.
+- A kernel **writes** tensor ``t`` when ``t`` is among its outputs (an in-place
+  update has ``t`` among its inputs and outputs). It writes the new value into
+  the pool its configuration names for ``t``; every other residency of ``t``
+  covering that kernel holds the old value and ends there (no stale copy lives
+  on; at the last kernel the steady state below decides).
+- A synchronous move before ``k`` reads its source after kernel ``k-1``: if
+  ``k-1`` writes the tensor, the source is the pool ``k-1`` wrote it into
+  (copying another, old copy over the new value is a lost update).
+- An asynchronous move during ``k`` reads its source while ``k`` runs: ``k``
+  does not write the tensor (the copy would race the write).
+
+Steady state: what the next step finds
+
+- A tensor that exists before the step and survives it (parameter, optimizer
+  state, constant: ``TensorKind.exists_before_step and survives_step``) holds
+  its current value after the last kernel in every pool it begins the step in:
+  a residency of it there covers kernel ``n-1``, and if ``n-1`` writes it, that
+  is the pool ``n-1`` writes into; when the first and the last residency there
+  carry offsets, they are equal. Evicting or updating such a tensor pays, inside
+  the step, the copies that put it back: nothing is free between steps.
+- A tensor that exists before the step but does not survive it (an input)
+  begins the step in exactly one pool, where its data arrives.
+- An output survives to the last kernel in some pool; activations and gradients
+  live from their producer to their last use.
 """
 
 from __future__ import annotations

@@ -5,27 +5,26 @@ graph and the memory system it claims to be for, following the semantics in
 :mod:`autotm_core.plans.model`, and returns every problem it finds, each naming
 the tensor, kernel and pool at fault. :func:`check_plan` raises one
 :class:`~autotm_core.errors.PlanError` carrying all of them. Every rule is a
-vectorised pass over the plan's arrays (:mod:`autotm_core.plans.arrays`), so
-plans of 100,000 kernels verify in seconds. Memory rules (capacity, addresses)
-live in :mod:`autotm_core.plans.verify_memory`.
+vectorised pass over the plan's arrays (:mod:`autotm_core.plans.lookups`), so
+plans of 100,000 kernels verify in seconds. This module checks where tensors
+are and how they get there; :mod:`autotm_core.plans.verify_values` checks that
+every copy holds the tensor's current value (stale copies, lost updates, copies
+racing a write, the steady state of a training loop);
+:mod:`autotm_core.plans.verify_memory` checks capacities and addresses.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from autotm_core.errors import PlanError, summarize_problems
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.arrays import BoolArray, IntArray, PlanArrays, encode_plan
+from autotm_core.plans.arrays import BoolArray, IntArray, encode_plan
+from autotm_core.plans.lookups import MAX_REPORTED, PlanLookups, limited
 from autotm_core.plans.model import Plan
 from autotm_core.plans.verify_memory import check_capacities, check_memory
-
-MAX_REPORTED = 50
-"""Problems of one rule listed one by one; beyond that, one line counts the rest."""
+from autotm_core.plans.verify_values import check_values
 
 
 def check_plan(plan: Plan, graph: Graph, system: MemorySystem) -> Plan:
@@ -59,104 +58,21 @@ def verify_plan(plan: Plan, graph: Graph, system: MemorySystem) -> list[str]:
     problems += checker.beginnings(valid)
     problems += checker.coverage(valid)
     problems += checker.configs()
-    problems += checker.stale_copies()
     problems += checker.moves()
+    problems += check_values(checker)
     problems += check_memory(plan, graph, system, arrays, valid, checker.kernel)
     return problems
 
 
-def limited(messages: list[str], total: int, what: str) -> list[str]:
-    """``messages`` (the first :data:`MAX_REPORTED` of ``total``), plus a line counting the rest."""
-    if total > len(messages):
-        messages = [*messages, f"... and {total - len(messages)} more {what}"]
-    return messages
-
-
-class _Checker:
+class _Checker(PlanLookups):
     """The rules about where tensors are and how they get there."""
-
-    def __init__(self, graph: Graph, system: MemorySystem, arrays: PlanArrays) -> None:
-        self.graph = graph
-        self.live = graph.liveness
-        self.a = arrays
-        self.n = arrays.n_kernels
-        self.tensor_names = [t.name for t in graph.tensors]
-        self.pool_names = [p.name for p in system.pools]
-        a = arrays
-        self.valid: BoolArray = (
-            (a.res_first >= 0) & (a.res_last < self.n) & (a.res_first <= a.res_last)
-        )
-        # Residencies of one (tensor, pool) sorted by first kernel, with the running maximum of
-        # their last kernel, answer "is t in p at k" and "does a residency of t in p begin at k".
-        rows = np.flatnonzero(self.valid)
-        group = a.group(a.res_tensor[rows], a.res_pool[rows])
-        order = np.lexsort((a.res_first[rows], group))
-        self._rows = rows[order]
-        self._group = group[order]
-        kept = self._rows
-        self._keys = a.key(a.res_tensor[kept], a.res_pool[kept], a.res_first[kept])
-        shift = self._group * (self.n + 2)
-        self._reach = np.maximum.accumulate(shift + a.res_last[kept] + 1) - shift - 1
-        asyn = a.move_async
-        self.moved_in = np.unique(a.key(a.move_tensor, a.move_target, a.move_kernel))
-        self.in_flight = np.unique(
-            a.key(a.move_tensor[asyn], a.move_target[asyn], a.move_kernel[asyn])
-        )
-
-    # -- lookups --------------------------------------------------------------------------
-
-    def covered(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> BoolArray:
-        """Whether some residency of ``tensor`` in ``pool`` covers ``kernel`` (elementwise)."""
-        if not len(self._keys):
-            return np.zeros(len(tensor), dtype=np.bool_)
-        group = self.a.group(tensor, pool)
-        at = np.searchsorted(self._keys, self.a.key(tensor, pool, kernel), side="right") - 1
-        safe = np.maximum(at, 0)
-        return (at >= 0) & (self._group[safe] == group) & (self._reach[safe] >= kernel)
-
-    def begins(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> BoolArray:
-        """Whether a residency of ``tensor`` in ``pool`` begins at ``kernel`` (elementwise)."""
-        key = self.a.key(tensor, pool, kernel)
-        at = np.minimum(np.searchsorted(self._keys, key), max(len(self._keys) - 1, 0))
-        return (self._keys[at] == key) if len(self._keys) else np.zeros(len(key), dtype=np.bool_)
-
-    # -- naming ---------------------------------------------------------------------------
-
-    def kernel(self, k: Any) -> str:
-        """``kernel #k ('name')``."""
-        k = int(k)
-        if 0 <= k < self.n:
-            return f"kernel #{k} ({self.graph.kernels[k].name!r})"
-        return f"kernel #{k}"
-
-    def residency(self, i: int) -> str:
-        a = self.a
-        tensor, pool = self.tensor_names[a.res_tensor[i]], self.pool_names[a.res_pool[i]]
-        return (
-            f"residencies[{a.res_index[i]}]: tensor {tensor!r} in pool {pool!r} "
-            f"(kernels {a.res_first[i]}..{a.res_last[i]})"
-        )
-
-    def move(self, i: int) -> str:
-        a = self.a
-        kind = "during" if a.move_async[i] else "before"
-        tensor = self.tensor_names[a.move_tensor[i]]
-        source, target = self.pool_names[a.move_source[i]], self.pool_names[a.move_target[i]]
-        return (
-            f"moves[{a.move_index[i]}]: {'async' if a.move_async[i] else 'sync'} move of tensor "
-            f"{tensor!r} from pool {source!r} to {target!r} {kind} {self.kernel(a.move_kernel[i])}"
-        )
-
-    def _report(self, bad: BoolArray, message: Callable[[int], str], what: str) -> list[str]:
-        rows = np.flatnonzero(bad)
-        return limited([message(int(i)) for i in rows[:MAX_REPORTED]], len(rows), what)
 
     # -- rules ----------------------------------------------------------------------------
 
     def residency_spans(self) -> list[str]:
         """Spans inside the program, first <= last, and inside the tensor's life."""
         a, live = self.a, self.live
-        out = self._report(
+        out = self.report(
             ~self.valid,
             lambda i: f"{self.residency(i)}: not a span of kernels 0..{self.n - 1} "
             "with first <= last",
@@ -164,21 +80,21 @@ class _Checker:
         )
         born, dies = live.first[a.res_tensor], live.last[a.res_tensor]
         never = self.valid & (dies < born)
-        out += self._report(
+        out += self.report(
             never,
             lambda i: f"{self.residency(i)}: the tensor never exists (no kernel writes it and it "
             "does not exist before the step)",
             "residencies of tensors that never exist",
         )
         early = self.valid & ~never & (a.res_first < born)
-        out += self._report(
+        out += self.report(
             early,
             lambda i: f"{self.residency(i)}: begins before the tensor exists (born at "
             f"{self.kernel(born[i])})",
             "residencies beginning before birth",
         )
         late = self.valid & ~never & (a.res_last > dies)
-        out += self._report(
+        out += self.report(
             late,
             lambda i: f"{self.residency(i)}: lasts after the tensor is freed (last live at "
             f"{self.kernel(dies[i])}); end it there",
@@ -193,7 +109,7 @@ class _Checker:
             if tensor.pools is not None:
                 allowed[t] = [name in tensor.pools for name in self.pool_names]
         bad = valid & ~allowed[self.a.res_tensor, self.a.res_pool]
-        return self._report(
+        return self.report(
             bad,
             lambda i: f"{self.residency(i)}: the tensor may live only in pools "
             f"{', '.join(self.graph.tensors[self.a.res_tensor[i]].pools or ())}",
@@ -221,7 +137,7 @@ class _Checker:
         birth_pool = self._birth_pools()
         t, p, first = a.res_tensor, a.res_pool, a.res_first
         at_birth = (first == live.first[t]) & ((birth_pool[t] < 0) | (birth_pool[t] == p))
-        moved = np.isin(a.key(t, p, first), self.moved_in)
+        moved = self.moved_into(t, p, first)
         # Residencies beginning before birth are reported by residency_spans already.
         exists = (live.last[t] >= live.first[t]) & (first >= live.first[t])
         bad = valid & ~at_birth & ~moved & exists
@@ -235,15 +151,14 @@ class _Checker:
             return (f"{self.residency(i)}: begins at {self.kernel(first[i])}, but {why} and no "
                     f"move into {self.pool_names[p[i]]!r} lands there; add the move")
 
-        return self._report(bad, message, "residencies beginning from nowhere")
+        return self.report(bad, message, "residencies beginning from nowhere")
 
     def _birth_pools(self) -> IntArray:
         """Pool each produced tensor is written to by its producer; -1 for any pool."""
         live = self.live
-        owner = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(live.kernel_ptr))
         tensors = live.kernel_tensors
         births = np.full(len(self.tensor_names), -1, dtype=np.int64)
-        at_producer = owner == live.producer[tensors]
+        at_producer = self.owner == live.producer[tensors]
         births[tensors[at_producer]] = self.a.entry_pools[at_producer]
         return births
 
@@ -293,22 +208,21 @@ class _Checker:
     def configs(self) -> list[str]:
         """Each kernel finds its tensors where its configuration says, usable at that kernel."""
         live = self.live
-        owner = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(live.kernel_ptr))
         entries = np.flatnonzero(self.a.entry_pools >= 0)
-        t, p, k = live.kernel_tensors[entries], self.a.entry_pools[entries], owner[entries]
+        t, p, k = live.kernel_tensors[entries], self.a.entry_pools[entries], self.owner[entries]
 
         def where(i: int) -> str:
             return (f"{self.kernel(k[i])} uses tensor {self.tensor_names[t[i]]!r} in pool "
                     f"{self.pool_names[p[i]]!r}")
 
         absent = ~self.covered(t, p, k)
-        out = self._report(
+        out = self.report(
             absent,
             lambda i: f"{where(i)}, where it is not resident at that kernel",
             "kernels using a tensor where it is not",
         )
-        flight = ~absent & np.isin(self.a.key(t, p, k), self.in_flight)
-        out += self._report(
+        flight = ~absent & self.arriving(t, p, k)
+        out += self.report(
             flight,
             lambda i: f"{where(i)}, while an async move is still copying it there; use the "
             "source copy, or move it earlier",
@@ -316,46 +230,21 @@ class _Checker:
         )
         return out
 
-    def stale_copies(self) -> list[str]:
-        """A kernel writing a tensor leaves no other copy of it holding the old value."""
-        live = self.live
-        owner = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(live.kernel_ptr))
-        entries = np.flatnonzero(live.kernel_writes & (self.a.entry_pools >= 0)
-                                 & (owner < self.n - 1))
-        t, p, k = live.kernel_tensors[entries], self.a.entry_pools[entries], owner[entries]
-        out: list[str] = []
-        for q in range(len(self.pool_names)):
-            other = p != q
-            qs = np.full(len(t), q, dtype=np.int64)
-            stale = (other & self.covered(t, qs, k) & self.covered(t, qs, k + 1)
-                     & ~self.begins(t, qs, k + 1))
-
-            def message(i: int, q: int = q) -> str:
-                return (
-                    f"{self.kernel(k[i])} writes tensor {self.tensor_names[t[i]]!r} in "
-                    f"pool {self.pool_names[p[i]]!r}, but its copy in pool "
-                    f"{self.pool_names[q]!r} lives on with the old value; end that residency "
-                    "at this kernel or copy the new value into it"
-                )
-
-            out += self._report(stale, message, "stale copies kept after a write")
-        return out
-
     def moves(self) -> list[str]:
         """Moves go from where the tensor is to a residency that begins at the move."""
         a = self.a
         t, src, dst, k = a.move_tensor, a.move_source, a.move_target, a.move_kernel
-        out = self._report(
+        out = self.report(
             (k < 0) | (k >= self.n),
             lambda i: f"{self.move(i)}: the graph's kernels are 0..{self.n - 1}",
             "moves outside the program",
         )
         ok = (k >= 0) & (k < self.n)
-        out += self._report(
+        out += self.report(
             ok & (src == dst), lambda i: f"{self.move(i)}: goes nowhere", "moves to the same pool"
         )
         first_sync = ok & ~a.move_async & (k == 0)
-        out += self._report(
+        out += self.report(
             first_sync,
             lambda i: f"{self.move(i)}: there is no kernel before #0 to copy after; place the "
             "tensor in the target pool from the start",
@@ -364,21 +253,21 @@ class _Checker:
         ok &= ~first_sync & (src != dst)
         from_kernel = np.where(a.move_async, k, k - 1)
         gone = ok & ~self.covered(t, src, from_kernel)
-        out += self._report(
+        out += self.report(
             gone,
             lambda i: f"{self.move(i)}: the tensor is not in the source pool at "
             f"{self.kernel(from_kernel[i])}",
             "moves from where the tensor is not",
         )
         nowhere = ok & ~self.begins(t, dst, k)
-        out += self._report(
+        out += self.report(
             nowhere,
             lambda i: f"{self.move(i)}: no residency of the tensor in the target pool begins at "
             f"kernel #{k[i]}; start one there",
             "moves landing nowhere",
         )
-        chained = ok & a.move_async & np.isin(a.key(t, src, k), self.in_flight)
-        out += self._report(
+        chained = ok & a.move_async & self.arriving(t, src, k)
+        out += self.report(
             chained,
             lambda i: f"{self.move(i)}: its source is itself still being copied during that kernel",
             "moves from a copy in flight",
@@ -386,7 +275,7 @@ class _Checker:
         _, first_of, counts = np.unique(a.key(t, dst, k), return_index=True, return_counts=True)
         twice = np.zeros(len(t), dtype=np.bool_)
         twice[first_of[counts > 1]] = True
-        out += self._report(
+        out += self.report(
             twice,
             lambda i: f"{self.move(i)}: the plan moves this tensor into this pool at this kernel "
             "more than once; keep one move",
