@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from autotm_core import CopyLink, Graph, MemorySystem, Pool
@@ -9,15 +11,20 @@ from autotm_core.capacity import with_fast_capacity
 from autotm_core.plans import Plan
 from autotm_core.plans.verify import verify_plan
 
+from .value_rules import value_problems
+
 
 def assert_verifies(plan: Plan, graph: Graph, system: MemorySystem, capacity: int | None) -> None:
-    """The independent verifier finds nothing wrong with ``plan`` under the limit."""
+    """The independent verifier, and the value rules read literally, find nothing wrong with
+    ``plan`` under the limit."""
     problems = verify_plan(plan, graph, with_fast_capacity(system, capacity))
     assert problems == [], problems[:5]
+    values = value_problems(plan, graph)
+    assert values == [], values[:5]
 
 
 @pytest.fixture
-def verifies():  # type: ignore[no-untyped-def]
+def verifies() -> Callable[[Plan, Graph, MemorySystem, int | None], None]:
     return assert_verifies
 
 

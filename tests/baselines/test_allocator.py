@@ -21,11 +21,10 @@ def test_best_fit_takes_the_smallest_block_that_holds_it() -> None:
 
 def test_sizes_round_up_to_pages_and_neighbours_merge() -> None:
     a = BestFitAllocator(4 * 4096)
-    x, y, z = a.allocate(1), a.allocate(4097), a.allocate(4096)
-    assert (x, y, z) == (0, 4096, 3 * 4096)
-    a.free(x, 1)
-    a.free(z, 4096)
-    a.free(y, 4097)
+    assert (a.allocate(1), a.allocate(4097), a.allocate(4096)) == (0, 4096, 3 * 4096)
+    a.free(0, 1)
+    a.free(3 * 4096, 4096)
+    a.free(4096, 4097)
     assert a.allocate(4 * 4096) == 0  # the three freed blocks merged back into one
 
 
@@ -52,18 +51,29 @@ def test_live_blocks_never_overlap_and_stay_inside(
             offset = sorted(live)[nbytes % len(live)]
             a.free(offset, live.pop(offset))
             continue
-        offset = a.allocate(nbytes)
+        given = a.allocate(nbytes)
         if nbytes == 0:
             continue
-        if offset is None:  # then no gap between the live blocks holds it
+        if given is None:  # then no gap between the live blocks holds it
             assert capacity is not None
             ends = sorted((o, o + -(-n // 4096) * 4096) for o, n in live.items())
             edges = [0, *(x for pair in ends for x in pair), capacity]
             gaps = [edges[i + 1] - edges[i] for i in range(0, len(edges), 2)]
             assert max(gaps) < -(-nbytes // 4096) * 4096
             continue
-        assert offset % 4096 == 0
-        assert capacity is None or offset + nbytes <= capacity
+        assert given % 4096 == 0
+        assert capacity is None or given + nbytes <= capacity
         for other, size in live.items():
-            assert offset + nbytes <= other or other + size <= offset
-        live[offset] = nbytes
+            assert given + nbytes <= other or other + size <= given
+        live[given] = nbytes
+
+
+def test_free_bytes_and_the_largest_block() -> None:
+    a = BestFitAllocator(10 * 4096)
+    assert (a.free_nbytes, a.largest_free_nbytes) == (10 * 4096, 10 * 4096)
+    for n in (3, 1, 2, 1, 3):
+        a.allocate(4096 * n)  # at 0, 3, 4, 6 and 7 pages
+    a.free(0, 3 * 4096)
+    a.free(4 * 4096, 2 * 4096)
+    assert (a.free_nbytes, a.largest_free_nbytes) == (5 * 4096, 3 * 4096)
+    assert BestFitAllocator(None).largest_free_nbytes == 0

@@ -8,6 +8,7 @@ from autotm_core import Graph, GraphBuilder, MemorySystem, TensorKind
 from autotm_core.baselines import first_touch
 from autotm_core.baselines.first_touch import birth_order
 from autotm_core.capacity import fast_capacity
+from autotm_core.errors import CapacityError
 
 PAGE = 4096
 
@@ -63,5 +64,18 @@ def test_plans_verify_with_offsets(cnn: Graph, optane: MemorySystem, ratio: str,
     capacity = fast_capacity(cnn, ratio=ratio)
     plan = first_touch(cnn, optane, fast_capacity_nbytes=capacity)
     assert plan.has_offsets
-    assert all(r.offset % PAGE == 0 for r in plan.residencies if r.pool == "dram")
+    assert all(r.offset is not None and r.offset % PAGE == 0
+               for r in plan.residencies if r.pool == "dram")
     verifies(plan, cnn, optane, capacity)
+
+
+def test_no_free_block_names_the_tensor_the_kernel_and_the_shortfall(optane: MemorySystem) -> None:
+    graph = _chain()
+    system = optane.with_capacity("pmm", 2 * PAGE)
+    with pytest.raises(CapacityError) as caught:
+        first_touch(graph, system, fast_capacity_nbytes=4 * PAGE)
+    assert caught.value.message == (
+        "first-touch: tensor 'b' (12.00 KiB) finds no free block at kernel 'kb' (#1) in any pool "
+        "it may live in: pool 'dram' has 8.00 KiB free, at most 8.00 KiB in one block: 4096 "
+        "bytes short; pool 'pmm' has 8.00 KiB free, at most 8.00 KiB in one block: 4096 bytes "
+        "short")

@@ -63,3 +63,10 @@ def test_registry_runs_every_baseline_by_name(mlp: Graph, optane: MemorySystem) 
         assert plan.capacities["dram"] == capacity
     with pytest.raises(UsageError, match="no baseline called 'belady'"):
         run_baseline("belady", mlp, optane)
+
+
+@pytest.mark.parametrize("name", ["all-fast", "all-slow", "first-touch", "2lm", "greedy"])
+def test_a_graph_without_kernels_is_refused(name: str, optane: MemorySystem) -> None:
+    graph = Graph("empty", [Tensor("w", 64, TensorKind.PARAMETER)], [])
+    with pytest.raises(UsageError, match="graph 'empty' has no kernels"):
+        run_baseline(name, graph, optane)

@@ -1,10 +1,14 @@
 """Baselines every planner is compared with: all-fast, all-slow, first-touch, 2LM, greedy.
 
-Each is a function ``(graph, system, *, fast_capacity_nbytes, **options) -> Plan``
+Each is a function ``(graph, system, *, fast_capacity_nbytes, costs=None, **options) -> Plan``
 whose plan passes :func:`autotm_core.plans.verify.check_plan` against the system
-with its fast pool limited to ``fast_capacity_nbytes``, or which raises
-:class:`~autotm_core.errors.CapacityError` when no such plan exists. See
-docs/baselines.md for the model and assumptions of each.
+with its fast pool limited to ``fast_capacity_nbytes`` (every bounded pool
+respected, every copy current, one step of a training loop), or which raises
+:class:`~autotm_core.errors.CapacityError` naming the pool, the kernel and the
+shortfall when it finds no such plan, and :class:`~autotm_core.errors.PlanError`
+naming the kernel when ``costs`` is a partial cost table that allows it no
+configuration the baseline can use. See docs/baselines.md for the model and
+assumptions of each.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ def run_baseline(
     fast_capacity_nbytes: int | None = None,
     **options: Any,
 ) -> Plan:
-    """The plan of baseline ``name`` (``options`` go to it, e.g. ``line_nbytes`` for 2lm)."""
+    """The plan of baseline ``name`` (``options`` go to it: ``costs`` for every baseline,
+    ``line_nbytes`` for 2lm, ...)."""
     try:
         planner = BASELINES[name]
     except KeyError:

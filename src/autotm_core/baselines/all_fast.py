@@ -2,33 +2,31 @@
 
 from __future__ import annotations
 
-from autotm_core.baselines.common import check_fast_fits, fast_live_nbytes, setting
+from autotm_core.baselines.common import check_static_fits, pool_live_nbytes, setting, static_plan
+from autotm_core.costs.model import KernelCosts
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans import Plan, Residency, make_plan
+from autotm_core.plans import Plan
 
 PLANNER = "baseline/all-fast"
 
 
 def all_fast(
-    graph: Graph, system: MemorySystem, *, fast_capacity_nbytes: int | None = None
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    fast_capacity_nbytes: int | None = None,
+    costs: KernelCosts | None = None,
 ) -> Plan:
     """Every tensor in the fastest pool it may live in, for its whole life; no moves.
 
-    Raises :class:`CapacityError` saying by how much, and at which kernel, the
-    fast pool overflows when the program's peak does not fit.
+    Raises :class:`CapacityError` saying which pool overflows, at which kernel and
+    by how much, when the program does not fit, and :class:`PlanError` naming the
+    first kernel whose cost table (``costs``, when it is a partial table) lacks
+    that configuration: all-fast does not exist there.
     """
-    s = setting(graph, system, fast_capacity_nbytes)
-    keep = s.exists & s.may_be_fast
-    check_fast_fits(s, keep, what="all-fast", hint="use a planner that moves tensors")
-    live = graph.liveness
-    residencies = [
-        Residency(t.name, s.fastest_pool(i), int(live.first[i]), int(live.last[i]))
-        for i, t in enumerate(graph.tensors)
-        if s.exists[i]
-    ]
-    return make_plan(
-        graph, s.system, residencies=residencies, planner=PLANNER,
-        attributes={"fast_peak_nbytes": int(fast_live_nbytes(s, keep).max(initial=0))},
-        capacities=s.capacities(),
-    )
+    s = setting(graph, system, fast_capacity_nbytes, costs)
+    pools = s.fastest()
+    check_static_fits(s, pools, what="all-fast", hint="use a planner that moves tensors")
+    peak = int(pool_live_nbytes(s, pools, 0).max(initial=0))
+    return static_plan(s, pools, planner=PLANNER, attributes={"fast_peak_nbytes": peak})

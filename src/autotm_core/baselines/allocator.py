@@ -56,6 +56,16 @@ class BestFitAllocator:
         self.high_water_nbytes = max(self.high_water_nbytes, offset + size)
         return offset
 
+    @property
+    def largest_free_nbytes(self) -> int:
+        """Size of the largest free block (an unbounded pool grows, so it has no largest)."""
+        return self._by_size[-1][0] if self._by_size else 0
+
+    @property
+    def free_nbytes(self) -> int:
+        """Bytes free in all blocks together (up to the capacity, when bounded)."""
+        return sum(self._start_size.values())
+
     def free(self, offset: int, nbytes: int) -> None:
         """Give back the block of ``nbytes`` at ``offset``, merging it with free neighbours."""
         if round_up(nbytes, self.alignment) == 0:

@@ -1,15 +1,22 @@
-"""What every baseline needs: the limited system, lifetimes, and where each tensor may live."""
+"""What every baseline needs: the limited system, lifetimes, where each tensor may live,
+what the cost table allows, and the capacity check and plan of a placement without moves."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 import numpy as np
 
 from autotm_core.arrays import BoolArray, IntArray
+from autotm_core.baselines.tables import AllowedConfigs, allowed_configs
 from autotm_core.capacity import check_workspace_fits, with_fast_capacity
-from autotm_core.errors import CapacityError
+from autotm_core.costs.model import KernelCosts
+from autotm_core.errors import CapacityError, UsageError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem, allowed_pools
+from autotm_core.plans import Plan, Residency, make_plan
 from autotm_core.units import format_bytes
 
 
@@ -29,12 +36,10 @@ class Setting:
     """For each tensor: whether it may live in the fastest pool."""
     pools_of: tuple[tuple[str, ...], ...]
     """For each tensor: the pools it may live in, fastest first."""
-
-    @property
-    def fast_only(self) -> BoolArray:
-        """For each tensor: whether the fastest pool is the only one it may live in."""
-        return np.fromiter((len(p) == 1 and p[0] == self.fast for p in self.pools_of),
-                           dtype=np.bool_, count=len(self.pools_of))
+    positions_of: tuple[tuple[int, ...], ...]
+    """For each tensor: the positions of those pools in :attr:`system`."""
+    allowed: AllowedConfigs | None = None
+    """What the cost table allows the kernels whose table is partial (``None``: anything)."""
 
     @property
     def fast(self) -> str:
@@ -45,17 +50,28 @@ class Setting:
         """The limit of every pool, as :attr:`Plan.capacities` records it."""
         return {pool.name: pool.capacity_nbytes for pool in self.system.pools}
 
-    def slowest_pool(self, tensor: int) -> str:
-        """The slowest pool tensor position ``tensor`` may live in."""
-        return self.pools_of[tensor][-1]
+    def positions(self, tensor: int) -> tuple[int, ...]:
+        """Positions of the pools tensor position ``tensor`` may live in, fastest first."""
+        return self.positions_of[tensor]
 
-    def fastest_pool(self, tensor: int) -> str:
-        """The fastest pool tensor position ``tensor`` may live in."""
-        return self.pools_of[tensor][0]
+    def fastest(self) -> IntArray:
+        """For each tensor: the position of the fastest pool it may live in."""
+        return np.fromiter((p[0] for p in self.positions_of), dtype=np.int64,
+                           count=len(self.positions_of))
+
+    def slowest(self) -> IntArray:
+        """For each tensor: the position of the slowest pool it may live in."""
+        return np.fromiter((p[-1] for p in self.positions_of), dtype=np.int64,
+                           count=len(self.positions_of))
 
 
-def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None) -> Setting:
-    """The :class:`Setting` for a baseline; checks that every kernel's workspace fits."""
+def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None,
+            costs: KernelCosts | None = None) -> Setting:
+    """The :class:`Setting` for a baseline; checks that the graph has kernels and that every
+    kernel's workspace fits."""
+    if not graph.kernels:
+        raise UsageError(f"graph {graph.name!r} has no kernels: there is no step to plan",
+                         hint="give the graph at least one kernel")
     limited = with_fast_capacity(system, fast_capacity_nbytes)
     capacity = limited.fast.capacity_nbytes
     check_workspace_fits(graph, capacity, pool=limited.fast.name)
@@ -72,31 +88,80 @@ def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None
         exists=live.last >= live.first,
         may_be_fast=may_be_fast,
         pools_of=pools_of,
+        positions_of=tuple(tuple(limited.pool_index(name) for name in pools)
+                           for pools in pools_of),
+        allowed=allowed_configs(graph, limited, costs),
     )
 
 
-def fast_live_nbytes(s: Setting, in_fast: BoolArray) -> IntArray:
-    """Bytes in the fast pool at each kernel when tensors ``in_fast`` live there for life."""
+def pool_live_nbytes(s: Setting, pools: IntArray, pool: int) -> IntArray:
+    """Bytes in pool position ``pool`` at each kernel when tensor ``t`` lives in ``pools[t]``
+    for life (the running kernel's workspace included in the fastest pool)."""
     live = s.graph.liveness
     n = live.n_kernels
+    here = s.exists & (pools == pool)
     delta = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(delta, live.first[in_fast], live.nbytes[in_fast])
-    np.add.at(delta, live.last[in_fast] + 1, -live.nbytes[in_fast])
-    return np.cumsum(delta[:n]) + live.workspace_nbytes
+    np.add.at(delta, live.first[here], live.nbytes[here])
+    np.add.at(delta, live.last[here] + 1, -live.nbytes[here])
+    used = np.cumsum(delta[:n])
+    return used + live.workspace_nbytes if pool == 0 else used
 
 
-def check_fast_fits(s: Setting, in_fast: BoolArray, *, what: str, hint: str) -> None:
-    """:class:`CapacityError` saying where and by how much the fast pool overflows, if it does."""
-    if s.capacity_nbytes is None or not s.graph.kernels:
+def first_overflow(s: Setting, pools: IntArray) -> tuple[int, int, int] | None:
+    """The first bounded pool (position) overflowing when tensor ``t`` lives in pool position
+    ``pools[t]`` for life, with the kernel of its peak and the peak in bytes; ``None`` if none."""
+    for p, pool in enumerate(s.system.pools):
+        if pool.capacity_nbytes is None:
+            continue
+        used = pool_live_nbytes(s, pools, p)
+        k = int(used.argmax())
+        if int(used[k]) > pool.capacity_nbytes:
+            return p, k, int(used[k])
+    return None
+
+
+def check_static_fits(s: Setting, pools: IntArray, *, what: str, hint: str) -> None:
+    """:class:`CapacityError` naming the first bounded pool that overflows when tensor ``t``
+    lives in pool position ``pools[t]`` for life: at which kernel, and by how much."""
+    overflow = first_overflow(s, pools)
+    if overflow is None:
         return
-    used = fast_live_nbytes(s, in_fast)
-    k = int(used.argmax())
-    peak = int(used[k])
-    if peak > s.capacity_nbytes:
-        over = peak - s.capacity_nbytes
-        raise CapacityError(
-            f"{what} does not fit: pool {s.fast!r} needs {format_bytes(peak)} at kernel "
-            f"{s.graph.kernels[k].name!r} (#{k}) but holds {format_bytes(s.capacity_nbytes)}: "
-            f"{format_bytes(over)} ({over} bytes) too much",
-            hint=f"give pool {s.fast!r} at least {peak} bytes, or {hint}",
-        )
+    p, k, peak = overflow
+    pool = s.system.pools[p]
+    capacity = pool.capacity_nbytes or 0
+    over = peak - capacity
+    raise CapacityError(
+        f"{what} does not fit: pool {pool.name!r} needs {format_bytes(peak)} at kernel "
+        f"{s.graph.kernels[k].name!r} (#{k}) but holds {format_bytes(capacity)}: "
+        f"{format_bytes(over)} ({over} bytes) too much",
+        hint=f"give pool {pool.name!r} at least {peak} bytes, or {hint}",
+    )
+
+
+def static_plan(
+    s: Setting,
+    pools: IntArray,
+    *,
+    planner: str,
+    offsets: Mapping[int, int | None] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> Plan:
+    """The plan keeping every tensor ``t`` that exists in pool position ``pools[t]`` for life
+    (at ``offsets[t]`` when given), with no moves; :class:`PlanError` naming the first kernel
+    whose configuration the cost table does not allow."""
+    live = s.graph.liveness
+    names = [pool.name for pool in s.system.pools]
+    first, last = live.first.tolist(), live.last.tolist()
+    where = pools.tolist()
+    offsets = offsets or {}
+    residencies = [
+        Residency(t.name, names[where[i]], first[i], last[i], offsets.get(i))
+        for i, t in enumerate(s.graph.tensors)
+        if first[i] <= last[i]
+    ]
+    plan = make_plan(s.graph, s.system, residencies=residencies, planner=planner,
+                     attributes=attributes, capacities=s.capacities())
+    if s.allowed is not None:
+        s.allowed.check_configs(planner, plan.configs)
+    return plan
+

@@ -7,18 +7,26 @@ bounded pool's addresses, fastest pool first, and freed after their last
 kernel. A tensor that finds no free block in the fast pool lives in the next
 pool for its whole life. The largest kernel workspace is kept free at the top
 of the fast pool, since a kernel's workspace lives there while it runs.
+
+With a partial cost table, a tensor is allocated only in the pools where each
+kernel touching it still has an allowed configuration beside the pools of the
+tensors allocated before it (so the last tensor of a kernel placed completes an
+allowed configuration); a kernel that has none left is an error naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from autotm_core.baselines.allocator import BestFitAllocator
-from autotm_core.baselines.common import Setting, setting
+from autotm_core.baselines.common import Setting, setting, static_plan
+from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import CapacityError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans import Plan, Residency, make_plan
+from autotm_core.plans import Plan
 from autotm_core.units import PAGE_NBYTES, format_bytes, round_up
 
 PLANNER = "baseline/first-touch"
@@ -41,23 +49,26 @@ def first_touch(
     *,
     fast_capacity_nbytes: int | None = None,
     alignment: int = PAGE_NBYTES,
+    costs: KernelCosts | None = None,
 ) -> Plan:
-    """The first-touch NUMA plan; residencies in bounded pools carry their offsets."""
-    s = setting(graph, system, fast_capacity_nbytes)
+    """The first-touch NUMA plan; residencies in bounded pools carry their offsets.
+
+    With a partial cost table (``costs``), a tensor skips the pools in which some
+    kernel touching it would find no allowed configuration (see the module docstring).
+    """
+    s = setting(graph, system, fast_capacity_nbytes, costs)
     offsets, pools = place_first_touch(s, alignment=alignment)
-    live = graph.liveness
-    first, last, nbytes = live.first.tolist(), live.last.tolist(), live.nbytes.tolist()
-    residencies = [
-        Residency(graph.tensors[t].name, pools[t], first[t], last[t], offsets[t]) for t in pools
-    ]
-    fast_nbytes = sum(nbytes[t] for t, p in pools.items() if p == s.fast)
-    return make_plan(
-        graph, s.system, residencies=residencies, planner=PLANNER, capacities=s.capacities(),
+    nbytes = graph.liveness.nbytes.tolist()
+    where = np.full(len(graph.tensors), -1, dtype=np.int64)
+    for t, pool in pools.items():
+        where[t] = s.system.pool_index(pool)
+    return static_plan(
+        s, where, planner=PLANNER, offsets=offsets,
         attributes={
             "alignment_nbytes": alignment,
             "fast_tensors": sum(1 for p in pools.values() if p == s.fast),
             "spilled_tensors": sum(1 for p in pools.values() if p != s.fast),
-            "fast_tensor_nbytes": fast_nbytes,
+            "fast_tensor_nbytes": sum(nbytes[t] for t, p in pools.items() if p == s.fast),
         },
     )
 
@@ -76,9 +87,13 @@ def place_first_touch(
     nbytes = live.nbytes.tolist()
     offsets: dict[int, int | None] = {}
     pools: dict[int, str] = {}
+    rows = None if s.allowed is None else _Rows(s)
 
     def allocate(t: int) -> None:
-        pools[t], offsets[t] = _allocate(s, allocators, t, nbytes[t])
+        candidates = list(s.pools_of[t]) if rows is None else rows.pools(t)
+        pools[t], offsets[t] = _allocate(s, allocators, t, nbytes[t], candidates)
+        if rows is not None:
+            rows.choose(t, s.system.pool_index(pools[t]))
 
     def free(t: int) -> None:
         offset = offsets[t]
@@ -87,6 +102,53 @@ def place_first_touch(
 
     walk_births(s.graph, allocate=allocate, free=free)
     return offsets, pools
+
+
+class _Rows:
+    """For each kernel whose cost table is partial, the allowed configurations that keep to
+    the pools of the tensors placed so far (and to the pools each other tensor may live in)."""
+
+    def __init__(self, s: Setting) -> None:
+        assert s.allowed is not None  # built only for a partial table
+        self.s, self.allowed = s, s.allowed
+        live = s.graph.liveness
+        self.tensors: dict[int, list[int]] = {}
+        self.alive: dict[int, list[tuple[int, ...]]] = {}
+        self.slots: dict[int, list[tuple[int, int]]] = {}  # tensor -> (kernel, its position)
+        self.chosen: dict[int, int] = {}
+        for k in sorted(self.allowed.tables):
+            tensors = live.kernel_tensors[live.kernel_ptr[k]:live.kernel_ptr[k + 1]].tolist()
+            rows = self.allowed.rows(k)
+            self.tensors[k] = tensors
+            self.alive[k] = [rows[r] for r in
+                             self.allowed.matching(k, [s.positions(u) for u in tensors])]
+            for i, u in enumerate(tensors):
+                self.slots.setdefault(u, []).append((k, i))
+
+    def pools(self, t: int) -> list[str]:
+        """The pools ``t`` may live in that leave each kernel touching it an allowed row."""
+        refusing = [next((k for k, i in self.slots.get(t, [])
+                          if not any(row[i] == p for row in self.alive[k])), None)
+                    for p in self.s.positions(t)]
+        keep = [self.s.system.pools[p].name
+                for p, k in zip(self.s.positions(t), refusing, strict=True) if k is None]
+        if keep:
+            return keep
+        k = refusing[0]  # the kernel refusing the fastest pool
+        assert k is not None
+        names, pools = self.s.graph.tensors, self.s.system.pools
+        placed = ", ".join(f"{names[u].name}: {pools[self.chosen[u]].name}"
+                           for u in self.tensors[k] if u in self.chosen)
+        raise self.allowed.refusal(
+            PLANNER, k, f"finds no allowed configuration for tensor {names[t].name!r} in any "
+            f"pool it may live in ({', '.join(self.s.pools_of[t])}) beside the pools "
+            f"first-touch gave its other tensors ({placed or 'nothing else placed yet'})")
+
+    def choose(self, t: int, p: int) -> None:
+        """``t`` lives in pool position ``p``: drop the rows that put it elsewhere."""
+        self.chosen[t] = p
+        for k, i in self.slots.get(t, []):
+            self.alive[k] = [row for row in self.alive[k] if row[i] == p]
 
 
 def address_layout(graph: Graph, *, alignment: int = PAGE_NBYTES) -> dict[int, int]:
@@ -124,9 +186,10 @@ def walk_births(
 
 
 def _allocate(
-    s: Setting, allocators: dict[str, BestFitAllocator], t: int, nbytes: int
+    s: Setting, allocators: dict[str, BestFitAllocator], t: int, nbytes: int,
+    candidates: list[str],
 ) -> tuple[str, int | None]:
-    for pool in s.pools_of[t]:
+    for pool in candidates:
         allocator = allocators.get(pool)
         if allocator is None:
             return pool, None
@@ -134,9 +197,16 @@ def _allocate(
         if offset is not None:
             return pool, offset
     tensor = s.graph.tensors[t]
+    k = int(s.graph.liveness.first[t])
+    short = "; ".join(
+        f"pool {pool!r} has {format_bytes(allocators[pool].free_nbytes)} free, at most "
+        f"{format_bytes(allocators[pool].largest_free_nbytes)} in one block: "
+        f"{round_up(nbytes, allocators[pool].alignment) - allocators[pool].largest_free_nbytes}"
+        " bytes short"
+        for pool in candidates)
     raise CapacityError(
-        f"first-touch: tensor {tensor.name!r} ({format_bytes(nbytes)}) finds no free block in any "
-        f"pool it may live in ({', '.join(s.pools_of[t])}) at kernel "
-        f"#{int(s.graph.liveness.first[t])}",
-        hint="give the slow pool more capacity (or none, for unbounded)",
+        f"first-touch: tensor {tensor.name!r} ({format_bytes(nbytes)}) finds no free block at "
+        f"kernel {s.graph.kernels[k].name!r} (#{k}) in any pool it may live in: {short}",
+        hint="give those pools more capacity (a slow pool may be unbounded), or use a planner "
+        "that moves tensors",
     )

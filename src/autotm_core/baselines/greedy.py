@@ -1,24 +1,37 @@
 """A greedy planner with synchronous moves: fetch before use, evict the farthest next use.
 
-Kernels are walked in order. Every tensor kernel ``k`` touches is wanted in the
-fast pool: one born at ``k`` is produced there; one in slow memory is fetched by
-a synchronous move before ``k`` when its uses left could repay the copy (at
-least ``copy time / (slow read time - fast read time)`` of them, per byte: 3 on
-the Optane preset), else ``k`` uses it in slow memory. When the fast pool would overflow, the
-residents ``k`` does not touch are evicted, the one whose next use is farthest
-in the future first (Belady's rule). An evicted tensor is written to its slow
-pool by a synchronous move, unless a clean copy is already there: a copy in
-slow memory is kept for the rest of the tensor's life until a kernel writes
-the tensor again (write-once), so evicting it again is free.
+Every tensor has a *home* (:mod:`.homes`): a pool reserved for it over its whole
+life, the slowest with room. Kernels are walked in order. Every tensor kernel
+``k`` touches is wanted in the fast pool: one born at ``k`` is produced there;
+one at home is fetched by a synchronous move before ``k`` when its uses left
+could repay the copy (at least ``copy time / (home read time - fast read time)``
+of them, per byte: 3 on the Optane preset), else ``k`` uses it at home. When the
+fast pool would overflow, the residents ``k`` does not touch are evicted, the one
+whose next use is farthest in the future first (Belady's rule). An evicted tensor
+is written home by a synchronous move, unless a clean copy is there already: the
+copy at home is kept until a kernel writes the tensor again, so evicting it
+again is free. Homes make every bounded pool fit by construction; tensors homed
+in the fast pool never leave it.
+
+A plan is one step of a training loop (:mod:`autotm_core.plans.model`): a
+parameter, optimizer state or constant begins the step at home only and ends it
+current there. After the last kernel that writes it in the fast pool, it is
+written home before the next kernel; when the last kernel of the step writes it,
+that kernel uses it at home. An input begins in one pool: the fast pool when
+kernel 0 uses it and there is room, else its home.
 
 Capacity is that of the verifier's model (:mod:`autotm_core.plans.verify_memory`):
 at the boundary before ``k`` a tensor being copied occupies both pools, so an
 eviction that must write its tensor is done one boundary earlier (before
 ``k - 1``) when kernel ``k - 1`` does not touch it. When even after evicting
 everything ``k`` does not need the wanted tensors do not fit, the largest
-fetches and births are given up (``k`` reads or writes them in slow memory);
-a tensor larger than the fast pool always lives in slow memory. Tensors that
-exist before the step start in slow memory, except those kernel 0 touches.
+fetches and births are given up (``k`` reads or writes them at home).
+
+With a partial cost table, a kernel whose table leaves configurations out runs
+in the allowed configuration (each tensor in the fast pool or at home) that
+costs least, counting its table time, the copies it needs, and each fetch
+shared over the tensor's uses left, among those whose tensors fit
+(:mod:`.greedy_tables`).
 
 The walk is linear in the program: next uses come from the liveness CSR, and
 the candidates for eviction sit in a heap keyed by next use (stale entries are
@@ -30,22 +43,36 @@ from __future__ import annotations
 import heapq
 import math
 
-from autotm_core.baselines.common import Setting, check_fast_fits, setting
+import numpy as np
+
+from autotm_core.baselines.common import Setting, setting
+from autotm_core.baselines.greedy_tables import PLANNER, configure, table_pins
+from autotm_core.baselines.homes import assign_homes
+from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import CapacityError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans import Move, Plan, Residency, make_plan
 from autotm_core.units import format_bytes
 
-PLANNER = "baseline/greedy"
 
+def greedy(
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    fast_capacity_nbytes: int | None = None,
+    costs: KernelCosts | None = None,
+) -> Plan:
+    """The greedy plan (see the module docstring).
 
-def greedy(graph: Graph, system: MemorySystem, *, fast_capacity_nbytes: int | None = None) -> Plan:
-    """The greedy plan (see the module docstring)."""
-    s = setting(graph, system, fast_capacity_nbytes)
-    check_fast_fits(s, s.exists & s.fast_only, what="greedy",
-                    hint="allow those tensors in a slower pool")
-    walk = _Walk(s)
+    Raises :class:`CapacityError` naming a pool, a kernel and the shortfall when
+    the tensors have no homes that fit (then first-touch finds no plan either),
+    and :class:`PlanError` naming a kernel none of whose allowed configurations
+    (``costs``, when a partial table) greedy can use.
+    """
+    s = setting(graph, system, fast_capacity_nbytes, costs)
+    homes, how = assign_homes(s, fast=table_pins(s))
+    walk = _Walk(s, homes)
     walk.run()
     moved = sum(walk.nbytes[walk.index[m.tensor]] for m in walk.moves)
     return make_plan(
@@ -54,8 +81,10 @@ def greedy(graph: Graph, system: MemorySystem, *, fast_capacity_nbytes: int | No
         attributes={
             "fetches": sum(1 for m in walk.moves if m.target == s.fast),
             "evictions_written": sum(1 for m in walk.moves if m.source == s.fast),
+            "written_back": walk.written_back,
             "moved_nbytes": moved,
             "given_up": walk.given_up,
+            "homes": how,
         },
     )
 
@@ -63,7 +92,7 @@ def greedy(graph: Graph, system: MemorySystem, *, fast_capacity_nbytes: int | No
 class _Walk:
     """State of the walk over the kernels; :meth:`run` fills residencies and moves."""
 
-    def __init__(self, s: Setting) -> None:
+    def __init__(self, s: Setting, homes: list[int]) -> None:
         live = s.graph.liveness
         self.s = s
         self.n = live.n_kernels
@@ -78,28 +107,35 @@ class _Walk:
         self.kernel_tensors = live.kernel_tensors.tolist()
         self.kernel_writes = live.kernel_writes.tolist()
         self.workspace = live.workspace_nbytes.tolist()
-        capacity = s.capacity_nbytes
-        self.capacity = capacity
+        self.capacity = s.capacity_nbytes
         self.fast = s.fast
-        self.slow = [pools[-1] for pools in s.pools_of]
-        self.pinned = [pools[-1] == s.fast for pools in s.pools_of]
+        self.home = homes
+        self.home_name = [s.system.pools[max(h, 0)].name for h in homes]
+        self.pinned = [h == 0 for h in homes]
+        self.persistent = [t.kind.exists_before_step and t.kind.survives_step
+                           for t in s.graph.tensors]
+        self.last_write = [-1] * len(homes)
+        owner = np.repeat(np.arange(self.n), np.diff(live.kernel_ptr))
+        for t, k in zip(live.kernel_tensors[live.kernel_writes].tolist(),
+                        owner[live.kernel_writes].tolist(), strict=True):
+            self.last_write[t] = k
         self.may_be_fast = [
-            bool(ok) and (capacity is None or nb <= capacity)
+            bool(ok) and (self.capacity is None or nb <= self.capacity)
             for ok, nb in zip(s.may_be_fast, self.nbytes, strict=True)
         ]
         # A fetch pays a blocking copy; each later use in fast memory saves the difference of
-        # reading there rather than in slow memory. Fetch only what has uses enough left.
+        # reading there rather than at home. Fetch only what has uses enough left.
         system, fast_pool = s.system, s.system.fast
-        self.min_uses: dict[str, int] = {}
-        for pool in {p for p in self.slow if p != s.fast}:
-            source = system.pool(pool)
-            saved = 1 / source.read_bytes_per_second - 1 / fast_pool.read_bytes_per_second
-            copy = system.copy_seconds(1, system.pool_index(pool), 0, asynchronous=False)
+        self.min_uses: dict[int, int] = {}
+        for pool in {h for h in homes if h > 0}:
+            saved = (1 / system.pools[pool].read_bytes_per_second
+                     - 1 / fast_pool.read_bytes_per_second)
+            copy = system.copy_seconds(1, pool, 0, asynchronous=False)
             self.min_uses[pool] = max(1, math.ceil(copy / saved)) if saved > 0 else 10**9
         n_tensors = len(self.nbytes)
         self.next_ptr = self.use_ptr[:-1]  # per tensor: index of its next use in use_kernels
         self.fast_start = [-1] * n_tensors
-        self.slow_start = [-1] * n_tensors
+        self.slow_start = [-1] * n_tensors  # start of the residency at home (not the fast pool)
         self.last_touch = [-1] * n_tensors
         self.stamp = [0] * n_tensors
         self.heap: list[tuple[int, int, int]] = []  # (-next use, tensor, stamp)
@@ -107,6 +143,8 @@ class _Walk:
         self.residencies: list[Residency] = []
         self.moves: list[Move] = []
         self.given_up = 0
+        self.written_back = 0
+        self.write_back: list[int] = []  # written home before the next kernel
         self.ending: list[list[int]] = [[] for _ in range(self.n)]
         for t, last in enumerate(self.last):
             if last >= 0:
@@ -118,100 +156,150 @@ class _Walk:
                 for t in self.ending[k - 1]:
                     self._close(t, k - 1)
             self._kernel(k)
-        if self.n:
-            for t in self.ending[self.n - 1]:
-                self._close(t, self.n - 1)
+        for t in self.ending[self.n - 1]:
+            self._close(t, self.n - 1)
 
     def _kernel(self, k: int) -> None:
         touched = self.kernel_tensors[self.kernel_ptr[k] : self.kernel_ptr[k + 1]]
-        touched_set = set(touched)
-        if k == 0:  # tensors that exist before the step are born here
-            for t, producer in enumerate(self.producer):
-                if producer < 0 and self.last[t] >= 0 and t not in touched_set:
-                    if self.pinned[t]:  # it may live nowhere else
-                        self.fast_start[t] = 0
-                        self.fast_nbytes += self.nbytes[t]
-                    else:
-                        self.slow_start[t] = 0
-        fetch, born = [], []
-        for t in touched:
-            born_here = self.producer[t] == k or (k == 0 and self.producer[t] < 0)
-            if self.fast_start[t] >= 0:
+        if k == 0:
+            self._start(set(touched))
+        for t in self.write_back:
+            self.moves.append(Move(self.names[t], self.fast, self.home_name[t], k))
+            self.slow_start[t] = k
+            self.written_back += 1
+        self.write_back = []
+        allowed = self.s.allowed
+        if allowed is not None and allowed.restricts(k):
+            configure(self, k, touched)
+        else:
+            self._wish(k, touched)
+        for i in range(self.kernel_ptr[k], self.kernel_ptr[k + 1]):
+            t = self.kernel_tensors[i]
+            if self.kernel_writes[i] and self.fast_start[t] >= 0:
+                if 0 <= self.slow_start[t] < k:
+                    self._end_slow(t, k - 1)  # the copy at home is stale from now on
+                if self.persistent[t] and not self.pinned[t] and self.last_write[t] == k:
+                    self.write_back.append(t)  # k < n - 1: the last kernel writes it at home
+            self.last_touch[t] = k
+            self._advance(t, k)
+
+    def _start(self, touched: set[int]) -> None:
+        """Where tensors that exist before the step begin it (kernel 0)."""
+        for t, producer in enumerate(self.producer):
+            if producer >= 0 or self.last[t] < 0:
                 continue
-            if not self.may_be_fast[t]:
-                if born_here:
+            if self.pinned[t]:
+                self.fast_start[t] = 0
+                self.fast_nbytes += self.nbytes[t]
+            elif self.persistent[t] or t not in touched or not self.may_be_fast[t]:
+                self.slow_start[t] = 0  # an input kernel 0 uses may arrive in the fast pool
+
+    def is_new(self, t: int, k: int) -> bool:
+        """Whether ``t`` comes into being at ``k`` and is placed by it."""
+        return self.producer[t] == k or (k == 0 and self.fast_start[t] < 0
+                                         and self.slow_start[t] < 0)
+
+    def must_be_home(self, t: int, k: int) -> bool:
+        """Whether ``k`` must use ``t`` at home: the step's last kernel writing a parameter,
+        optimizer state or constant (the next step finds it at home)."""
+        return (k == self.n - 1 and self.last_write[t] == k and self.persistent[t]
+                and not self.pinned[t])
+
+    def _wish(self, k: int, touched: list[int]) -> None:
+        fetch, born, forced = [], [], []
+        for t in touched:
+            if self.must_be_home(t, k):
+                if self.fast_start[t] >= 0:
+                    forced.append(t)
+            elif self.fast_start[t] >= 0:
+                continue
+            elif not self.may_be_fast[t]:
+                if self.is_new(t, k):
                     self.slow_start[t] = k
-            elif born_here:
+            elif self.is_new(t, k):
                 born.append(t)
-            elif self._worth_fetching(t):
+            elif k > 0 and self._worth_fetching(t):
                 fetch.append(t)
-        if self.capacity is not None:
-            over_kernel, over_boundary = self._make_room(k, fetch, born, touched_set)
-            if over_kernel > 0 or over_boundary > 0:
-                self._overflow(k, over_kernel, over_boundary, touched_set)
+        over_kernel, over_boundary = self.make_room(k, fetch, born, forced, set(touched),
+                                                    may_give_up=True)
+        if over_kernel > 0 or over_boundary > 0:
+            self._overflow(k, over_kernel, over_boundary, set(touched))
+        self.place(k, fetch, born)
+
+    def place(self, k: int, fetch: list[int], born: list[int]) -> None:
+        """``fetch`` arrive in the fast pool before ``k``; ``born`` are produced there at ``k``."""
         for t in fetch:
-            self.moves.append(Move(self.names[t], self.slow[t], self.fast, k))
+            self.moves.append(Move(self.names[t], self.home_name[t], self.fast, k))
         for t in fetch + born:
             self.fast_start[t] = k
             self.fast_nbytes += self.nbytes[t]
-        for i in range(self.kernel_ptr[k], self.kernel_ptr[k + 1]):
-            t = self.kernel_tensors[i]
-            if self.kernel_writes[i] and self.fast_start[t] >= 0 and 0 <= self.slow_start[t] < k:
-                self._end_slow(t, k - 1)  # the copy in slow memory is stale from now on
-            self.last_touch[t] = k
-            self._advance(t, k)
 
     def _worth_fetching(self, t: int) -> bool:
         """Whether ``t``'s uses left, all in fast memory, would repay the copy that fetches it."""
         uses_left = self.use_ptr[t + 1] - self.next_ptr[t]
-        return uses_left >= self.min_uses.get(self.slow[t], 1)
+        return uses_left >= self.min_uses.get(self.home[t], 1)
 
-    def _make_room(
-        self, k: int, fetch: list[int], born: list[int], touched: set[int]
+    def make_room(
+        self, k: int, fetch: list[int], born: list[int], forced: list[int], touched: set[int],
+        *, may_give_up: bool,
     ) -> tuple[int, int]:
         """Evict by farthest next use so that kernel ``k`` and the boundary before it fit.
 
-        Candidates are taken tentatively: when even all of them cannot make room,
-        the largest wanted tensor is given up (``fetch`` and ``born`` shrink) and
-        only as many candidates as the rest needs are evicted. Returns how much
-        kernel ``k`` and its boundary are still over capacity (> 0 only when the
-        tensors ``k`` touches and its workspace cannot all fit).
+        ``forced`` (residents ``k`` uses at home) leave the fast pool. When even all
+        candidates cannot make room and ``may_give_up``, the largest wanted tensor is
+        given up (``fetch`` and ``born`` shrink) and only the evictions still needed
+        are made; without ``may_give_up`` nothing changes unless everything fits.
+        Returns how much kernel ``k`` and its boundary are still over capacity.
         """
-        assert self.capacity is not None
-        chosen: list[tuple[tuple[int, int, int], bool]] = []  # heap entry, frees the boundary
-        exhausted = False
-        while True:
-            fetch_nbytes = sum(self.nbytes[t] for t in fetch)
-            over_kernel = (self.fast_nbytes + fetch_nbytes + sum(self.nbytes[t] for t in born)
-                           + self.workspace[k] - self.capacity)
-            over_boundary = self.fast_nbytes + fetch_nbytes - self.capacity
-            for i in range(len(chosen) + 1):
-                if over_kernel <= 0 and over_boundary <= 0:
-                    self._apply(k, chosen[:i], chosen[i:])
-                    return 0, 0
-                if i < len(chosen):
-                    entry, frees_boundary = chosen[i]
-                    over_kernel -= self.nbytes[entry[1]]
-                    over_boundary -= self.nbytes[entry[1]] if frees_boundary else 0
-            if not exhausted:
-                candidate = self._candidate(k, touched)
-                if candidate is not None:
-                    t = candidate[1]
-                    frees = self.slow_start[t] >= 0 or self._retro(t, k)
-                    chosen.append((candidate, frees))
-                    continue
-                exhausted = True
-            droppable = [t for t in fetch + born if not self.pinned[t]]
+        if self.capacity is None:
+            for t in forced:
+                self._evict(t, k)
+            return 0, 0
+        nb = self.nbytes
+        fetched = sum(nb[t] for t in fetch)
+        over_kernel = (self.fast_nbytes + fetched + sum(nb[t] for t in born) + self.workspace[k]
+                       - self.capacity)
+        over_boundary = self.fast_nbytes + fetched - self.capacity
+        for t in forced:
+            over_kernel -= nb[t]
+            over_boundary -= nb[t] if self._frees_boundary(t, k) else 0
+        chosen: list[tuple[tuple[int, int, int], int]] = []  # heap entry, boundary bytes freed
+        while over_kernel > 0 or over_boundary > 0:
+            entry = self._candidate(k, touched)
+            if entry is not None:
+                t = entry[1]
+                freed = nb[t] if self._frees_boundary(t, k) else 0
+                chosen.append((entry, freed))
+                over_kernel -= nb[t]
+                over_boundary -= freed
+                continue
+            droppable = [t for t in fetch + born if not self.pinned[t]] if may_give_up else []
             if not droppable:
-                self._apply(k, chosen, [])
-                return over_kernel, over_boundary
-            t = max(droppable, key=lambda t: self.nbytes[t])
+                break
+            t = max(droppable, key=nb.__getitem__)
             self.given_up += 1
+            over_kernel -= nb[t]
             if t in born:
                 born.remove(t)
                 self.slow_start[t] = k
             else:
                 fetch.remove(t)
+                over_boundary -= nb[t]
+            while chosen and over_kernel + nb[chosen[-1][0][1]] <= 0 \
+                    and over_boundary + chosen[-1][1] <= 0:  # no longer needed
+                entry, freed = chosen.pop()
+                heapq.heappush(self.heap, entry)
+                over_kernel += nb[entry[1]]
+                over_boundary += freed
+        if (over_kernel > 0 or over_boundary > 0) and not may_give_up:
+            for entry, _ in chosen:
+                heapq.heappush(self.heap, entry)
+            return over_kernel, over_boundary
+        for t in forced:
+            self._evict(t, k)
+        for entry, _ in chosen:
+            self._evict(entry[1], k)
+        return over_kernel, over_boundary
 
     def _candidate(self, k: int, touched: set[int]) -> tuple[int, int, int] | None:
         """Pop the resident with the farthest next use; ``None`` when all left are needed now."""
@@ -226,18 +314,17 @@ class _Walk:
             return entry
         return None
 
-    def _apply(self, k: int, evict: list, keep: list) -> None:
-        for entry, _ in keep:
-            heapq.heappush(self.heap, entry)
-        for entry, _ in evict:
-            self._evict(entry[1], k)
-
     def _retro(self, t: int, k: int) -> bool:
         """Whether ``t`` can be written out one boundary early (``k - 1`` does not touch it)."""
         return self.last_touch[t] <= k - 2 and self.fast_start[t] <= k - 2
 
+    def _frees_boundary(self, t: int, k: int) -> bool:
+        """Whether evicting ``t`` before ``k`` frees its bytes at the boundary before ``k``."""
+        home = self.slow_start[t]
+        return 0 <= home < k or (home < 0 and self._retro(t, k))
+
     def _overflow(self, k: int, over_kernel: int, over_boundary: int, touched: set[int]) -> None:
-        """Last resort: tensors ``k`` touches leave the fast pool; ``k`` uses them slow."""
+        """Last resort: tensors ``k`` touches leave the fast pool; ``k`` uses them at home."""
         residents = sorted((t for t in touched if self.fast_start[t] >= 0 and not self.pinned[t]),
                            key=lambda t: -self.nbytes[t])
         for t in residents:
@@ -247,30 +334,33 @@ class _Walk:
             over_kernel -= self.nbytes[t]
             over_boundary -= self.nbytes[t] - written
             self.given_up += 1
-        if over_kernel > 0 or over_boundary > 0:
-            kernel = self.s.graph.kernels[k]
-            raise CapacityError(
-                f"greedy: kernel {kernel.name!r} (#{k}) cannot run with pool {self.fast!r} "
-                f"limited to {format_bytes(self.capacity or 0)}: tensors that may live only "
-                f"there and its workspace exceed it by "
-                f"{format_bytes(max(over_kernel, over_boundary))}",
-                hint="raise the fast-pool capacity, or allow those tensors in a slower pool",
-            )
+        if over_kernel > 0 or over_boundary > 0:  # homes make this impossible: a bug if seen
+            raise self.shortfall(k, max(over_kernel, over_boundary))
+
+    def shortfall(self, k: int, over: int) -> CapacityError:
+        """The error of kernel ``k`` whose tensors exceed the fast pool by ``over`` bytes."""
+        kernel = self.s.graph.kernels[k]
+        return CapacityError(
+            f"greedy: kernel {kernel.name!r} (#{k}) cannot run with pool {self.fast!r} limited "
+            f"to {format_bytes(self.capacity or 0)}: the tensors it needs there and its "
+            f"workspace exceed it by {format_bytes(over)} ({over} bytes)",
+            hint="raise the fast-pool capacity, or allow those tensors in a slower pool",
+        )
 
     def _evict(self, t: int, k: int) -> int:
         """Take ``t`` out of the fast pool before ``k``; bytes still in it at that boundary."""
         self.fast_nbytes -= self.nbytes[t]
         self.stamp[t] += 1
-        if self.slow_start[t] >= 0:  # a clean copy is there already: dropping it is free
+        if self.slow_start[t] >= 0:  # a clean copy is at home (or being written there now)
             self._end_fast(t, k - 1)
-            return 0
+            return self.nbytes[t] if self.slow_start[t] == k else 0
         if self._retro(t, k):
             self._end_fast(t, k - 2)  # write it out one boundary earlier, where it was anyway
-            self.moves.append(Move(self.names[t], self.fast, self.slow[t], k - 1))
+            self.moves.append(Move(self.names[t], self.fast, self.home_name[t], k - 1))
             self.slow_start[t] = k - 1
             return 0
         self._end_fast(t, k - 1)
-        self.moves.append(Move(self.names[t], self.fast, self.slow[t], k))
+        self.moves.append(Move(self.names[t], self.fast, self.home_name[t], k))
         self.slow_start[t] = k
         return self.nbytes[t]
 
@@ -290,7 +380,8 @@ class _Walk:
         self.fast_start[t] = -1
 
     def _end_slow(self, t: int, last: int) -> None:
-        self.residencies.append(Residency(self.names[t], self.slow[t], self.slow_start[t], last))
+        self.residencies.append(
+            Residency(self.names[t], self.home_name[t], self.slow_start[t], last))
         self.slow_start[t] = -1
 
     def _close(self, t: int, last: int) -> None:

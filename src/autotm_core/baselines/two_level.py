@@ -31,12 +31,13 @@ import attrs
 import numpy as np
 
 from autotm_core.arrays import FloatArray, IntArray
-from autotm_core.baselines.common import check_fast_fits, setting
+from autotm_core.baselines.common import Setting, check_static_fits, setting, static_plan
 from autotm_core.baselines.first_touch import address_layout
+from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import CapacityError, UsageError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans import Plan, Residency, make_plan
+from autotm_core.plans import Plan
 from autotm_core.units import PAGE_NBYTES, format_bytes
 
 logger = logging.getLogger(__name__)
@@ -151,9 +152,10 @@ def cache_model(
     top_line = int((first_line + n_lines).max(initial=1))
     n_sets = top_line if cache_nbytes is None else cache_nbytes // (line_nbytes * ways)
     if n_sets < 1:
+        short = line_nbytes * ways - (cache_nbytes or 0)
         raise CapacityError(
-            f"a cache of {format_bytes(cache_nbytes or 0)} holds no set of {ways} line(s) of "
-            f"{format_bytes(line_nbytes)}",
+            f"2lm: a cache of {format_bytes(cache_nbytes or 0)} (pool {system.fast.name!r}) holds "
+            f"no set of {ways} line(s) of {format_bytes(line_nbytes)}: {short} bytes short",
             hint="give the fast pool more capacity, or use smaller lines or fewer ways",
         )
     # Sets beyond the highest line used change nothing: each line already has a set of its own.
@@ -232,25 +234,41 @@ def two_level_plan(
     line_nbytes: int = PAGE_NBYTES,
     ways: int = 1,
     warm: bool = True,
+    costs: KernelCosts | None = None,
 ) -> tuple[Plan, CacheResult]:
-    """:func:`two_level_memory`'s plan and the whole :class:`CacheResult` (per-kernel times)."""
-    s = setting(graph, system, fast_capacity_nbytes)
-    check_fast_fits(s, s.exists & s.fast_only, what="2lm",
-                    hint="allow those tensors in a slower pool")
+    """:func:`two_level_memory`'s plan and the whole :class:`CacheResult` (per-kernel times).
+
+    The plan is all-slow: :class:`CapacityError` names the first bounded pool that
+    cannot hold its tensors (the kernel, the shortfall), and :class:`PlanError` the
+    first kernel whose cost table (``costs``, when partial) lacks that configuration.
+    """
+    s = setting(graph, system, fast_capacity_nbytes, costs)
+    pools = s.slowest()
+    check_static_fits(s, pools, what="2lm",
+                      hint="allow those tensors in another pool (2LM keeps every tensor in "
+                      "its slowest pool, behind the cache)")
     offsets = address_layout(graph)
     result = cache_model(graph, s.system, cache_nbytes=s.capacity_nbytes, line_nbytes=line_nbytes,
                          ways=ways, warm=warm, offsets=offsets)
-    live = graph.liveness
-    slow = s.system.slow.name
-    residencies = []
-    for i, tensor in enumerate(graph.tensors):
-        if s.exists[i]:
-            pool = s.slowest_pool(i)
-            offset = offsets[i] if pool == slow else None
-            residencies.append(
-                Residency(tensor.name, pool, int(live.first[i]), int(live.last[i]), offset)
-            )
     logger.info("2lm: hit rate %.3f, predicted %.6f s", result.hit_rate, result.predicted_seconds)
-    plan = make_plan(graph, s.system, residencies=residencies, planner=PLANNER,
-                     capacities=s.capacities(), attributes={**result.attributes(), "warm": warm})
+    plan = static_plan(s, pools, planner=PLANNER, offsets=_slow_offsets(s, pools, offsets),
+                       attributes={**result.attributes(), "warm": warm})
     return plan, result
+
+
+def _slow_offsets(s: Setting, pools: IntArray, offsets: dict[int, int]) -> dict[int, int | None]:
+    """The layout's addresses of the tensors in the slowest pool, when they lie inside it.
+
+    The layout spans every tensor of the program (the cache sees one address space);
+    when the slow pool is bounded and the layout reaches past its end, the plan keeps
+    no addresses there (its capacity is checked in aggregate) rather than invalid ones.
+    """
+    slow = len(s.system.pools) - 1
+    here = [t for t in offsets if pools[t] == slow]
+    capacity = s.system.slow.capacity_nbytes
+    nbytes = s.graph.liveness.nbytes
+    if capacity is not None and any(offsets[t] + int(nbytes[t]) > capacity for t in here):
+        logger.info("2lm: the address layout reaches past pool %r; its residencies get none",
+                    s.system.slow.name)
+        return {}
+    return {t: offsets[t] for t in here}
