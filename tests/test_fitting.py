@@ -95,3 +95,52 @@ def test_gives_up_after_the_last_round_naming_pool_kernel_and_bytes() -> None:
 def test_zero_rounds_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         plan_with_addresses(training_chain(2), SYSTEM, max_rounds=0)
+
+
+def test_the_bound_is_the_first_rounds_and_the_source_the_last_round() -> None:
+    from autotm_core.ilp.planner import plan_graph
+
+    kwargs = _coarse()
+    fitted = plan_with_addresses(**kwargs)
+    assert len(fitted.rounds) >= 2 and fitted.source == f"round {len(fitted.rounds)}"
+    first = plan_graph(kwargs["graph"], SYSTEM, options=kwargs["options"],
+                       fast_capacity_nbytes=kwargs["fast_capacity_nbytes"])
+    assert fitted.bound_seconds == pytest.approx(first.bound_seconds, rel=1e-9)
+    assert fitted.bound_seconds <= fitted.result.step_seconds
+    attributes = fitted.plan.attributes
+    assert attributes["bound_seconds"] == fitted.bound_seconds
+    assert attributes["fitting_round"] == len(fitted.rounds)
+    assert attributes["gap"] == pytest.approx(
+        (attributes["objective_seconds"] - fitted.bound_seconds) / attributes["objective_seconds"])
+
+
+def test_a_fitting_start_plan_is_kept_when_the_rounds_give_up() -> None:
+    from autotm_core.baselines import first_touch
+
+    kwargs = _coarse()
+    graph, capacity = kwargs["graph"], kwargs["fast_capacity_nbytes"]
+    start = first_touch(graph, SYSTEM, fast_capacity_nbytes=capacity)
+    unfit = autotm_core.baselines.all_fast(graph, SYSTEM)  # more than the fast capacity
+    fitted = plan_with_addresses(**kwargs, max_rounds=1, start_plans=(unfit, start))
+    assert fitted.source == start.planner == "baseline/first-touch"
+    assert fitted.fits and len(fitted.rounds) == 1 and not fitted.rounds[0].fits
+    assert verify_plan(fitted.plan, graph, SYSTEM.with_capacity("dram", capacity)) == []
+    assert fitted.plan.moves == () and fitted.plan.has_offsets
+
+
+def test_never_slower_than_a_fitting_start_plan() -> None:
+    graph = training_chain(4)
+    capacity = fast_capacity(graph, ratio="4:1")
+    system = SYSTEM.with_capacity("dram", capacity)
+    free = plan_with_addresses(graph, SYSTEM, fast_capacity_nbytes=capacity)
+    # pinned parameters cannot express the free plan: every round's plan is slower
+    pinned = plan_with_addresses(graph, SYSTEM, fast_capacity_nbytes=capacity,
+                                 options=FormulationOptions(pin_to_fast=True),
+                                 start_plans=(free.plan,))
+    assert pinned.result.step_seconds > free.result.step_seconds
+    assert pinned.source == free.plan.planner and pinned.fits
+    assert verify_plan(pinned.plan, graph, system) == []
+    assert pinned.plan.residencies == free.plan.residencies
+    # the pinned model's bound is above the plan kept, which lies outside it: no bound
+    assert pinned.result.bound_seconds > free.result.step_seconds
+    assert pinned.bound_seconds is None

@@ -49,3 +49,26 @@ def test_highs_takes_the_greedy_start_as_its_first_solution():
     result, _ = get_solver("highs").solve(to_matrix_problem(index.lp), config, values)
     assert result.has_solution
     assert result.objective <= greedy_objective * (1 + 1e-9)
+
+
+def test_a_plan_that_does_not_end_where_it_began_is_no_start():
+    from autotm_core.plans import Move, Residency, make_plan
+    from autotm_core.plans.verify import verify_plan
+
+    from .test_steady_state import MiB, update_step
+
+    graph = update_step()
+    system = preset("optane-2019").with_capacity("dram", 17 * MiB)
+    index = build_program(graph, roofline_costs(graph, system), system)
+    common = [Residency("w", "pmm", 0, 1), Residency("w", "dram", 2, 3),
+              Residency("a", "dram", 0, 1), Residency("g", "dram", 1, 3)]
+    free = make_plan(graph, system, planner="free", residencies=common,
+                     moves=[Move("w", "pmm", "dram", 2)])
+    assert warm_start_from_plan(index, free, graph, system) is None  # w begins in pmm only
+    paid = make_plan(graph, system, planner="paid",
+                     residencies=[*common, Residency("w", "pmm", 3, 3)],
+                     moves=[Move("w", "pmm", "dram", 2), Move("w", "dram", "pmm", 3)])
+    assert verify_plan(paid, graph, system) == []  # the copy back into pmm is paid
+    values = warm_start_from_plan(index, paid, graph, system)
+    assert values is not None
+    assert index.lp.violations(values, tolerance=FEASIBILITY_TOLERANCE) == []

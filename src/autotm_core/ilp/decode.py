@@ -1,9 +1,17 @@
-"""From solution values back to a :class:`~autotm_core.plans.model.Plan`, and back again.
+"""From solution values back to a :class:`~autotm_core.plans.model.Plan`.
 
 :func:`decode_plan` reads the chosen state of every slot and the chosen edge of
-every transition and writes residencies and moves; :func:`warm_start_values` does
-the reverse for a plan made elsewhere (the greedy baseline), so a solver can start
-from it.
+every transition and writes residencies and moves (the reverse, a plan made
+elsewhere as a solver's start, is :mod:`autotm_core.ilp.warm`).
+:func:`settled_values` gives the continuous variables the values the decisions
+imply: what the objective of a plan is, without the slack a solver may leave.
+
+A tensor that exists before the step and survives it begins the step in the pools of
+its first slot's state, each in one residency from kernel 0, and ends it in those of
+its last slot's state, each in one residency covering the last kernel; the model
+makes the second set hold the first. So per pool there is exactly one residency
+where the step begins and one where it ends (often the same one), the two an
+address packer must give one offset.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import numpy as np
 
 from autotm_core.errors import SolverError
 from autotm_core.ilp.gadgets import move_sources
-from autotm_core.ilp.model_index import Edge, ModelIndex
+from autotm_core.ilp.model_index import CONFIG, EDGE, SLOT, Edge, ModelIndex
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.build import make_plan
@@ -76,3 +84,37 @@ def decode_plan(index: ModelIndex, values: np.ndarray, graph: Graph, system: Mem
     return make_plan(graph, system, residencies=residencies, moves=moves, planner=planner,
                      attributes=attributes, capacities=capacities)
 
+
+def settled_values(index: ModelIndex, values: np.ndarray) -> np.ndarray:
+    """``values`` with every decision (state, edge, configuration) rounded, each kernel
+    time at the largest of its lower bounds for those decisions, and each occupancy at
+    its running sum: the plan's own objective, without slack a solver may have left in
+    the continuous variables (at a gap, a kernel time may sit above all its rows).
+    """
+    lp = index.lp
+    kind = index.columns.kind
+    out = np.asarray(values, dtype=np.float64).copy()
+    decision = (kind == SLOT) | (kind == EDGE) | (kind == CONFIG)
+    out[decision] = np.round(out[decision])
+    times = np.asarray(index.kernel_time_vars, dtype=np.int64)
+    occupancy = [np.asarray(v[1:], dtype=np.int64) for v in index.occupancy_vars.values()]
+    out[times] = 0.0
+    for vars_ in occupancy:
+        out[vars_] = 0.0
+    start, column, coefficient = lp.csr()
+    rows_of = np.repeat(np.arange(lp.n_rows), np.diff(start))
+    activity = np.bincount(rows_of, weights=coefficient * out[column], minlength=lp.n_rows)
+    row_lb = np.asarray(lp.row_lb, dtype=np.float64)
+    for tk, rows in zip(times.tolist(), index.kernel_time_rows, strict=True):
+        need = row_lb[rows] - activity[rows]
+        out[tk] = max(lp.var_lb[tk], float(need.max(initial=-np.inf)))
+    for vars_, rows in zip(occupancy, index.occupancy_rows.values(), strict=True):
+        # the row of half step h: O[h] - O[h-1] - (what enters and leaves) = 0
+        out[vars_] = np.cumsum(-activity[np.asarray(rows[1:], dtype=np.int64)])
+    return out
+
+
+def objective_of(index: ModelIndex, values: np.ndarray) -> float:
+    """The objective of ``values`` in seconds."""
+    objective = index.lp.objective
+    return index.objective_seconds(float(sum(c * values[v] for v, c in objective.items())))

@@ -7,6 +7,13 @@ lowers that pool's per-kernel limit around each overflowing kernel (+-
 :data:`WINDOW_KERNELS` kernels, as AutoTM did) by at least the bytes the packing
 ran over there, and solves again. The plan it returns carries an offset for every
 residency of every bounded pool and passes the verifier: it fits by construction.
+
+It is never slower than a plan that fits which it already holds: a start plan
+offered to it that packs and verifies is kept as the incumbent, and returned
+instead of a round's plan that is slower (or when the rounds give up). Its
+:attr:`FittedPlan.bound_seconds` is the first round's, whose limits are the real
+ones: a later round solves a tightened model, whose bound says nothing about the
+problem.
 """
 
 from __future__ import annotations
@@ -69,6 +76,13 @@ class FittedPlan:
     """Every round, in order."""
     limits: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
     """Per-kernel limits the last round solved under, for the pools the loop tightened."""
+    bound_seconds: float | None = None
+    """The first round's proven lower bound, in seconds: that model has the real limits, so
+    it bounds every plan the model allows, every round's included (``None``: unknown, or
+    the plan is a start plan faster than it, which lies outside the model)."""
+    source: str = ""
+    """Which plan :attr:`plan` is: ``"round N"`` (the N-th round's), or the planner name of
+    the start plan kept (``"a start plan"`` when it has none)."""
 
     @property
     def fits(self) -> bool:
@@ -129,10 +143,13 @@ def plan_with_addresses(
 
     ``on_round`` is called after each round (for progress). The first round is offered
     ``start_plans`` as starting solutions (with greedy's); each later round the previous
-    round's plan too, where it fits the tightened limits. The loop ends when the
-    packing fits, or after an interrupted solve (Ctrl-C: the plan is returned without
-    addresses when it did not fit). Raises :class:`CapacityError` when ``max_rounds``
-    solves did not give a plan that packs, or when tightening left no plan at all.
+    round's plan too, where it fits the tightened limits. The fastest of ``start_plans``
+    that packs and passes the verifier is the incumbent: returned instead of a slower
+    round's plan, or when the rounds fail. The loop ends when the packing fits, or
+    after an interrupted solve (Ctrl-C: the incumbent, else the plan without addresses
+    when it did not fit). Raises :class:`CapacityError` when the first round finds no
+    plan, or when there is no incumbent and ``max_rounds`` solves did not give a plan
+    that packs, or tightening left no plan at all.
     """
     from autotm_core.addresses import assign_offsets
     from autotm_core.ilp.infeasible import forced_fast_nbytes
@@ -152,6 +169,10 @@ def plan_with_addresses(
     rounds: list[FitRound] = []
     floor = None
     previous = tuple(start_plans)
+    incumbent = _incumbent(start_plans, graph, system, alignment_nbytes,
+                           plan_graph_kwargs.get("costs"))
+    bound: float | None = None
+    result: Any = None
     for number in range(1, max_rounds + 1):
         capacities = {**options.capacities, **{p: tuple(int(v) for v in a)
                                                 for p, a in limits.items()}}
@@ -161,7 +182,12 @@ def plan_with_addresses(
         except CapacityError as exc:
             if not limits:
                 raise
+            if incumbent is not None:
+                logger.info("address fitting: tightening left no plan; the start plan is kept")
+                return incumbent.fitted(result, rounds, limits, bound)
             raise _gave_up(graph, rounds, f"tightening left no plan ({exc.message})") from exc
+        if number == 1:
+            bound = result.bound_seconds
         assignment = assign_offsets(result.plan, graph, result.system,
                                     alignment_nbytes=alignment_nbytes)
         solve = result.solve
@@ -178,13 +204,20 @@ def plan_with_addresses(
                     f"at {fit.overflow_kernels} kernels")
         if on_round is not None:
             on_round(fit)
-        done = FittedPlan(plan=assignment.plan, result=result, assignment=assignment,
-                          rounds=tuple(rounds), limits={p: tuple(int(v) for v in a)
-                                                 for p, a in limits.items()})
+        done = FittedPlan(plan=_honest(assignment.plan, bound, number), result=result,
+                          assignment=assignment, rounds=tuple(rounds), limits=_frozen(limits),
+                          bound_seconds=bound, source=f"round {number}")
         if assignment.fits:
             check_plan(assignment.plan, graph, result.system)
+            if incumbent is not None and incumbent.step_seconds < result.step_seconds:
+                logger.info("address fitting: the start plan %r is faster than round %d's plan",
+                            incumbent.source, number)
+                return incumbent.fitted(result, rounds, limits, bound)
             return done
         if done.interrupted:
+            if incumbent is not None:
+                logger.warning("interrupted: the start plan that fits is kept")
+                return incumbent.fitted(result, rounds, limits, bound)
             logger.warning("interrupted: the plan is kept without addresses (it did not pack)")
             return done
         if number == max_rounds:
@@ -201,9 +234,75 @@ def plan_with_addresses(
                 current, result.simulation.pool_nbytes[p], overflow.kernels,
                 overflow.excess_nbytes, floor_nbytes=floor if p == 0 else None,
                 window_kernels=window_kernels, page_nbytes=options.page_nbytes)
+    if incumbent is not None:
+        logger.info("address fitting: no round's plan packed; the start plan is kept")
+        return incumbent.fitted(result, rounds, limits, bound)
     raise _gave_up(graph, rounds, "the packing still overflows after "
                    f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}",
                    assignment)
+
+
+def _frozen(limits: Mapping[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
+    return {p: tuple(int(v) for v in a) for p, a in limits.items()}
+
+
+def _honest(plan: Plan, bound: float | None, number: int) -> Plan:
+    """``plan`` (round ``number``'s) saying the first round's bound and the gap from it."""
+    if number == 1:
+        return plan
+    objective = plan.attributes.get("objective_seconds")
+    gap = None
+    if bound is not None and isinstance(objective, float) and objective > 0:
+        gap = max(0.0, (objective - bound) / objective)
+    return attrs.evolve(plan, attributes={**plan.attributes, "bound_seconds": bound, "gap": gap,
+                                          "fitting_round": number})
+
+
+@attrs.frozen(kw_only=True)
+class _Incumbent:
+    """A start plan that packs and verifies, with its addresses and simulated step time."""
+
+    assignment: Any
+    step_seconds: float
+    source: str
+
+    def fitted(self, result: Any, rounds: list[FitRound], limits: Mapping[str, np.ndarray],
+               bound: float | None) -> FittedPlan:
+        if bound is not None and self.step_seconds < bound * (1 - 1e-9):
+            # the plan lies outside the model (see model_restrictions): no bound on it is known
+            logger.info("start plan %r is faster than the model's bound: no bound is reported",
+                        self.source)
+            bound = None
+        return FittedPlan(plan=self.assignment.plan, result=result, assignment=self.assignment,
+                          rounds=tuple(rounds), limits=_frozen(limits), bound_seconds=bound,
+                          source=self.source)
+
+
+def _incumbent(start_plans: Sequence[Plan], graph: Graph, system: MemorySystem,
+               alignment_nbytes: int, costs: Any) -> _Incumbent | None:
+    """The fastest of ``start_plans`` that packs at ``alignment_nbytes`` and verifies."""
+    from autotm_core.addresses import assign_offsets
+    from autotm_core.costs import resolve_costs
+    from autotm_core.errors import AutotmError
+    from autotm_core.plans.verify import verify_plan
+    from autotm_core.simulation import simulate
+
+    best: _Incumbent | None = None
+    for plan in start_plans:
+        try:
+            assignment = assign_offsets(plan, graph, system, alignment_nbytes=alignment_nbytes)
+        except AutotmError as exc:
+            logger.info("start plan %r cannot be packed: %s", plan.planner, exc.message)
+            continue
+        if not assignment.fits or verify_plan(assignment.plan, graph, system):
+            continue
+        if costs is None:
+            costs = resolve_costs(graph, system)
+        step = float(simulate(assignment.plan, graph, system, costs).step_seconds)
+        if best is None or step < best.step_seconds:
+            best = _Incumbent(assignment=assignment, step_seconds=step,
+                              source=plan.planner or "a start plan")
+    return best
 
 
 def _gave_up(graph: Graph, rounds: list[FitRound], why: str,

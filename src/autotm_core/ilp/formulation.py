@@ -15,6 +15,9 @@ at both ends, one edge is forced to one and the rest to zero.
   both pools): occupancy ``O[h] = O[h-1] + (what enters at h) - (what left)``, with
   the capacity (less the kernel's workspace in the fastest pool) as ``O``'s bound.
   Sizes are rounded up to pages.
+- Steady state: a tensor that exists before the step and survives it ends the step
+  holding every pool it began in (per pool, its first slot's states holding the pool
+  add up to no more than its last slot's): the next step starts where this one ends.
 - Objective: ``sum_k T_k`` plus the seconds of every synchronous move.
 
 Nothing here solves, prints or reads files.
@@ -53,6 +56,7 @@ from autotm_core.ilp.options import (
     Capacities,
     Formulation,
     FormulationOptions,
+    binding_pools,
     resolve_capacities,
 )
 from autotm_core.ir import Graph
@@ -120,8 +124,7 @@ class _Builder:
         self.record = self.recorder.facts.extend  # six facts per column, as it is added
         self.n_slots = 0  # slots numbered over all tensors, in order
         self.unit = options.page_nbytes
-        self.bounded = [q for q, c in enumerate(capacities)
-                        if c is not None and not self._never_binds(q, c)]
+        self.bounded = binding_pools(graph, capacities, self.unit)
         # Exact edge reductions (see :meth:`_dominated`) are proven for two pools, synchronous.
         self.reduce = (options.reduce and len(system.pools) == 2
                        and options.formulation is Formulation.SYNCHRONOUS)
@@ -136,6 +139,7 @@ class _Builder:
         self.time = 1.0 / SECONDS_PER_UNIT
         # Transitions repeat (21,653 in a 5,000-kernel chain, 55 distinct): see :meth:`_pairs`.
         self.pairs: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], list[_Pair]] = {}
+        self.cyclic_rows: list[int] = []
 
     def build(self) -> ModelIndex:
         o = self.options
@@ -151,23 +155,7 @@ class _Builder:
         occ_vars, occ_rows = self._capacity()
         return ModelIndex(self.lp, self.states, slots, slot_vars, edges, times, time_rows,
                           config_vars, self.config_pools, occ_vars, occ_rows, self.capacities,
-                          o, self.unit, self.recorder.columns())
-
-    def _never_binds(self, pool: int, capacity: np.ndarray) -> bool:
-        """Whether every live tensor (and workspace) together fit ``pool`` at every kernel.
-
-        Its capacity rows can then never bind and are left out (an exact reduction).
-        """
-        live = self.live
-        sizes = -(-live.nbytes.astype(np.int64) // self.unit) * self.unit
-        delta = np.zeros(self.n + 2, dtype=np.int64)
-        alive = (live.last >= live.first) & (live.last >= 0)
-        np.add.at(delta, live.first[alive], sizes[alive])
-        np.add.at(delta, live.last[alive] + 2, -sizes[alive])  # live at k or k - 1: boundary
-        held = np.cumsum(delta)[:self.n]
-        if pool == 0:
-            held = held + (-(-live.workspace_nbytes.astype(np.int64) // self.unit) * self.unit)
-        return bool(np.all(held <= capacity))
+                          o, self.unit, self.recorder.columns(), self.cyclic_rows)
 
     def _pairs(self, nbytes: int, before: tuple[int, ...], after: tuple[int, ...], *,
                interior: bool) -> list[_Pair]:
@@ -195,19 +183,21 @@ class _Builder:
     def _dominated(self, a: State, b: State, *, interior: bool, after_allows: set[int]) -> bool:
         """Whether the edge ``a -> b`` can be left out without changing the optimum.
 
-        Two pools, synchronous only (``self.reduce``). Entering an interior (no kernel
-        uses the tensor), a fetch or a new clean copy is never better than the same
-        copy at the interior's end (same cost, no more bytes held in any pool at any
-        step), so the tensor only stays or is evicted to the slow pool. With the slow
-        pool unbounded, dropping a clean copy the next slot could keep is never better
-        than keeping it (the same bytes in the fast pool, later evictions free).
+        Two pools, synchronous only (``self.reduce``), the slow pool unbounded. Entering
+        an interior (no kernel uses the tensor), a fetch or a new clean copy is never
+        better than the same copy at the interior's end, which is a gadget (same cost,
+        no more bytes held in the fast pool at any step; the slow pool may hold the
+        tensor longer, hence unbounded), so the tensor only stays or is evicted to the
+        slow pool. Dropping a clean copy the next slot could keep is never better than
+        keeping it (the same bytes in the fast pool, later evictions free, and a last
+        slot holding more pools only helps the steady-state rows).
         """
-        if not self.reduce:
+        if not self.reduce or not self.slow_unbounded:
             return False
         slowest = len(self.system.pools) - 1
         if interior and not (b.pools <= a.pools or b == self.states[-1]):
             return True
-        if self.slow_unbounded and not b.clean_copy and b.usable != slowest:
+        if not b.clean_copy and b.usable != slowest:
             kept = self.states.index(State(b.pools | {slowest}, b.usable, True))
             if kept in after_allows and (a.clean_copy or a.usable == slowest):
                 return True
@@ -275,7 +265,20 @@ class _Builder:
                 lp.add_row([*into, x2_var], [1.0] * len(into) + [-1.0], lb=0.0, ub=0.0)
             self._occupy(2 * tr.kernel, 2 * tr.kernel, size, boundary)
             all_edges.append(edges)
+        if ts.cyclic and len(slot_vars) > 1:
+            self._steady_state(slot_vars[0], slot_vars[-1])
         return slot_vars, all_edges
+
+    def _steady_state(self, first: dict[int, int], last: dict[int, int]) -> None:
+        """Per pool: the first slot's states holding it add up to no more than the last
+        slot's (every pool the tensor begins the step in holds its value at the end)."""
+        states = self.states
+        for q in range(len(self.system.pools)):
+            begins = [v for s, v in first.items() if q in states[s].pools]
+            if begins:
+                ends = [v for s, v in last.items() if q in states[s].pools]
+                self.cyclic_rows.append(self.lp.add_row(
+                    begins + ends, [1.0] * len(begins) + [-1.0] * len(ends), ub=0.0))
 
     def _occupy(self, lo: int, hi: int, size: float,
                 terms: Sequence[tuple[int, frozenset[int] | set[int]]], sign: float = 1.0) -> None:

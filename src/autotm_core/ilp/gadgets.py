@@ -1,22 +1,26 @@
 """Per-tensor decision points ("gadgets") and the states a tensor may be in.
 
-States, for ``P`` pools ordered fastest first: ``(pool p, has a clean copy in the
-slowest pool)`` for every pool but the slowest, plus "in the slowest pool only":
-``2P - 1`` states. With two pools these are AutoTM's DRAM, DRAM + PMM copy, PMM.
+States, for ``P`` pools ordered fastest first: every non-empty set of pools that may
+hold the tensor's current value at once, ``2^P - 1`` states; kernels use the fastest
+of them, the others are clean copies (so evicting to one of them is free). With two
+pools these are AutoTM's DRAM, DRAM + PMM copy, PMM.
 
 A tensor's life is cut into *slots*: one per gadget (its birth, then every kernel
-that touches it) and one for the kernels strictly between two gadgets, or after the
-last one until the tensor dies (its *interior*). Between consecutive slots lies a
-*transition*: a synchronous move happens at the boundary before the second slot's
-first kernel; in the asynchronous formulation a move may instead overlap an interior
-kernel: an eviction one of the first half of the interior within the window after
-the gadget, a prefetch one of the second half within the window before the next
-gadget (the halves keep the eviction before the prefetch).
+that touches it; for a tensor that exists before the step and survives it, also the
+last kernel, where the next step begins) and one for the kernels strictly between
+two gadgets, or after the last one until the tensor dies (its *interior*). Between
+consecutive slots lies a *transition*: a synchronous move happens at the boundary
+before the second slot's first kernel; in the asynchronous formulation a move may
+instead overlap an interior kernel: an eviction one of the first half of the
+interior within the window after the gadget, a prefetch one of the second half
+within the window before the next gadget (the halves keep the eviction before the
+prefetch).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 
 import attrs
 
@@ -28,25 +32,30 @@ from autotm_core.memory import MemorySystem
 
 @attrs.frozen(slots=True)
 class State:
-    """Where a tensor is: the pools holding it, and the one kernels use."""
+    """Where a tensor is: the pools holding its current value, and the one kernels use."""
 
     pools: frozenset[int]
-    """Pool positions holding a copy."""
+    """Pool positions holding a copy (each the current value)."""
     usable: int
     """The fastest of them: the pool a kernel reads or writes it in."""
     clean_copy: bool
-    """Whether it also holds a clean copy in the slowest pool (so eviction is free)."""
+    """Whether slower pools hold clean copies too (so evicting to one of them is free)."""
 
 
 @functools.cache
 def states_for(n_pools: int) -> tuple[State, ...]:
-    """The ``2 n_pools - 1`` states, in a fixed order (slowest-only last)."""
-    slowest = n_pools - 1
-    out = []
-    for p in range(slowest):
-        out.append(State(frozenset({p}), p, False))
-        out.append(State(frozenset({p, slowest}), p, True))
-    out.append(State(frozenset({slowest}), slowest, False))
+    """The ``2^n_pools - 1`` states (every non-empty set of pools), in a fixed order: by
+    usable pool, then fewer copies first, copies in slower pools first (slowest-only last).
+
+    With two pools: fast, fast + slow copy, slow (AutoTM's three vertex kinds).
+    """
+    out: list[State] = []
+    for p in range(n_pools):
+        slower = range(p + 1, n_pools)
+        copies = [frozenset(c) for r in range(len(slower) + 1)
+                  for c in itertools.combinations(slower, r)]
+        copies.sort(key=lambda c: (len(c), sorted(-q for q in c)))
+        out.extend(State(frozenset({p}) | c, p, bool(c)) for c in copies)
     return tuple(out)
 
 
@@ -98,9 +107,11 @@ class Slot:
     last: int
     """Last kernel (inclusive)."""
     gadget: bool
-    """A gadget (birth or use) rather than an interior."""
+    """A gadget (birth, use, or the last kernel of a tensor that survives the step and
+    existed before it) rather than an interior."""
     writes: bool
-    """The tensor is written at this gadget (born or updated in place): no clean copy then."""
+    """One pool only holds the tensor here: it is written at this gadget (born or updated
+    in place), or it is an input arriving at kernel 0 (no clean copy then)."""
 
 
 @attrs.frozen(slots=True)
@@ -123,6 +134,10 @@ class TensorSlots:
     """Slots in time order, covering the tensor's life."""
     transitions: tuple[Transition, ...]
     """``len(slots) - 1`` transitions."""
+    cyclic: bool = False
+    """The tensor exists before the step and survives it, its life running from kernel 0
+    to the last kernel: its last slot must hold every pool its first one holds (the next
+    step starts where this one ends)."""
 
 
 def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool,
@@ -135,20 +150,27 @@ def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool,
         first, last = int(live.first[t]), int(live.last[t])
         if last < first or last < 0:
             continue
+        kind = graph.tensors[t].kind
+        cyclic = kind.exists_before_step and kind.survives_step and int(live.producer[t]) < 0
         lo, hi = int(live.use_ptr[t]), int(live.use_ptr[t + 1])
         users = [int(k) for k in live.use_kernels[lo:hi]]
         if static:
-            out.append(TensorSlots(t, (Slot(first, last, True, True),), ()))
+            out.append(TensorSlots(t, (Slot(first, last, True, True),), (), cyclic))
             continue
         written = {}
         for k in users:
             entries = range(int(live.kernel_ptr[k]), int(live.kernel_ptr[k + 1]))
             written[k] = any(int(live.kernel_tensors[e]) == t and bool(writes[e]) for e in entries)
         gadgets = [first] + [k for k in users if k > first]
+        if cyclic and gadgets[-1] < last:  # where the next step begins: a move may end there
+            gadgets.append(last)
         slots: list[Slot] = []
         transitions: list[Transition] = []
+        # a pre-existing tensor that survives may begin the step with clean copies, unless
+        # it is written at kernel 0, or at the last kernel (it ends the step in one pool)
+        starts_in_one = not cyclic or written.get(first, False) or written.get(last, False)
         for i, g in enumerate(gadgets):
-            slots.append(Slot(g, g, True, i == 0 or written.get(g, False)))
+            slots.append(Slot(g, g, True, written.get(g, False) if i else starts_in_one))
             nxt = gadgets[i + 1] if i + 1 < len(gadgets) else None
             end = nxt - 1 if nxt is not None else last
             if end > g:  # an interior: evict after g, maybe fetch before nxt
@@ -161,5 +183,5 @@ def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool,
                     transitions.append(Transition(nxt, tuple(fetch)))
             elif nxt is not None:
                 transitions.append(Transition(nxt, ()))
-        out.append(TensorSlots(t, tuple(slots), tuple(transitions)))
+        out.append(TensorSlots(t, tuple(slots), tuple(transitions), cyclic))
     return out

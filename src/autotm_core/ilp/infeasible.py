@@ -70,7 +70,8 @@ def explain_infeasible(graph: Graph, system: MemorySystem, capacities: list[np.n
     return CapacityError(
         f"no plan of graph {graph.name!r} fits pools {', '.join(bounded)}: the solver proved it "
         f"(at least {format_bytes(int(forced.max()))} must stay in {system.pools[0].name!r}; "
-        "tensors being copied occupy both pools at once)",
+        "tensors being copied occupy both pools at once, and a tensor that exists before "
+        "the step and survives it ends the step in every pool it began in)",
         hint=f"raise the capacity of {system.pools[0].name!r}; the peak live memory is "
              f"{format_bytes(int(graph.liveness.peak_nbytes))}",
     )

@@ -103,11 +103,6 @@ class LinearProgram:
                                  | (binary & (np.abs(values - np.round(values)) > tolerance)))
         return rows.tolist() + (columns + self.n_rows).tolist()
 
-    def row_activity(self, row: int, values: np.ndarray) -> float:
-        """``A[row] . values``."""
-        return float(sum(c * values[j] for j, c in zip(self.row_cols[row], self.row_coefs[row],
-                                                       strict=True)))
-
 
 def to_matrix_problem(lp: LinearProgram, *, name: str = "autotm") -> MatrixProblem:
     """``lp`` as a :class:`~autotm_core.solvers.MatrixProblem` (row-wise arrays)."""

@@ -138,6 +138,10 @@ class ModelIndex:
     """Bytes per unit of the capacity rows (the page size: sizes are whole pages)."""
     columns: Columns
     """Per column: its kind, anchor kernel, slot and states (recorded while building)."""
+    cyclic_rows: list[int]
+    """The steady-state rows: per tensor that exists before the step and survives it, and
+    per pool its first slot may hold, ``sum(first slot's states holding the pool) -
+    sum(last slot's states holding it) <= 0``."""
     seconds_per_unit: float = SECONDS_PER_UNIT
     """Seconds per unit of the objective and the kernel-time variables."""
 

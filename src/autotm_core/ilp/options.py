@@ -119,3 +119,26 @@ def resolve_capacities(graph: Graph, system: MemorySystem,
                 )
             out.append(array)
     return out
+
+
+def held_pages(graph: Graph, page_nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per kernel, the pages (of ``page_nbytes``, sizes rounded up) of every tensor live at it
+    or at the kernel before (the boundary before a kernel holds both), and of its workspace."""
+    live, n = graph.liveness, len(graph.kernels)
+    sizes = -(-live.nbytes.astype(np.int64) // page_nbytes)
+    delta = np.zeros(n + 2, dtype=np.int64)
+    alive = (live.last >= live.first) & (live.last >= 0)
+    np.add.at(delta, live.first[alive], sizes[alive])
+    np.add.at(delta, live.last[alive] + 2, -sizes[alive])
+    return np.cumsum(delta)[:n], -(-live.workspace_nbytes.astype(np.int64) // page_nbytes)
+
+
+def binding_pools(graph: Graph, capacities: Sequence[np.ndarray | None],
+                  page_nbytes: int) -> list[int]:
+    """Positions of the pools whose capacity can bind: those with a limit (per kernel, in
+    ``capacities``) that all live tensors (sizes rounded up to ``page_nbytes``) and, in
+    the fastest pool, the workspace, do not fit at every kernel. The others' capacity
+    rows could never bind and are left out (an exact reduction)."""
+    tensors, workspace = held_pages(graph, page_nbytes)
+    return [q for q, cap in enumerate(capacities) if cap is not None and not np.all(
+        (tensors + workspace if q == 0 else tensors) * page_nbytes <= cap)]

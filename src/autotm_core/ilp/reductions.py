@@ -13,7 +13,8 @@ which lets a caller drop those that contradict a warm start.
   more than what is live), removes all its moves and, when no kernel runs slower
   with it in the fastest pool (checked on the separable costs), no kernel gets
   slower. Its slots take state ``(fastest, no copy)`` and every transition the
-  edge that stays.
+  edge that stays (so a tensor that exists before the step and survives it begins
+  and ends the step there: its steady-state rows hold).
 - **never fast**: a slot during which the tensor and what must be in the fastest
   pool anyway (workspace, tensors allowed nowhere else) exceed its capacity at
   some kernel: states holding the tensor in the fastest pool are infeasible there.
@@ -21,7 +22,9 @@ which lets a caller drop those that contradict a warm start.
   out of the slowest pool whose seconds are at least the most that every later use
   of the tensor could gain from it (per use, the largest decrease of any term of
   the kernel's time). Leaving the tensor in the slowest pool from there on costs no
-  more and holds no more bytes in any bounded pool.
+  more and holds no more bytes in any bounded pool. Not for a tensor with
+  steady-state rows that may begin the step elsewhere: it must end where it began,
+  and that copy may be what brings it back.
 
 Dominated edges and never-binding pools are already left out by the formulation
 itself; kernels with identical live sets share nothing to remove in its
@@ -37,7 +40,7 @@ from autotm_core.costs.model import KernelCosts
 from autotm_core.ilp.infeasible import forced_fast_nbytes
 from autotm_core.ilp.lp import LinearProgram
 from autotm_core.ilp.model_index import ModelIndex
-from autotm_core.ilp.options import Formulation
+from autotm_core.ilp.options import Formulation, held_pages
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 
@@ -124,17 +127,6 @@ class _RangeMin:
         return min(table[a], table[b - (1 << level) + 1])
 
 
-def _held_units(graph: Graph, unit: int) -> np.ndarray:
-    """Pages live at kernel ``k`` or ``k - 1`` (a boundary holds both) plus ``k``'s workspace."""
-    live, n = graph.liveness, len(graph.kernels)
-    sizes = -(-live.nbytes.astype(np.int64) // unit)
-    delta = np.zeros(n + 2, dtype=np.int64)
-    alive = (live.last >= live.first) & (live.last >= 0)
-    np.add.at(delta, live.first[alive], sizes[alive])
-    np.add.at(delta, live.last[alive] + 2, -sizes[alive])
-    return np.cumsum(delta)[:n] + -(-live.workspace_nbytes.astype(np.int64) // unit)
-
-
 def _fast_never_slower(costs: KernelCosts, graph: Graph) -> np.ndarray:
     """Per tensor: no term of any kernel touching it grows when it moves to the fastest pool."""
     separable = costs.separable()
@@ -200,7 +192,8 @@ def always_fast(index: ModelIndex, graph: Graph,
     unit = index.nbytes_per_unit
     limit = cap // unit
     limit[1:] = np.minimum(limit[1:], cap[:-1] // unit)
-    prefix = np.concatenate([[0], np.cumsum(_held_units(graph, unit) > limit)])
+    tensors, workspace = held_pages(graph, unit)
+    prefix = np.concatenate([[0], np.cumsum(tensors + workspace > limit)])
     fast_ok = _fast_never_slower(costs, graph)
     fast_only = _fast_only(index)
     for t, ts in enumerate(index.tensors):
@@ -268,6 +261,8 @@ def unprofitable_fetches(index: ModelIndex, graph: Graph, system: MemorySystem,
     objective = index.lp.objective
     for t, ts in enumerate(index.tensors):
         if not all(slow_only in xs for xs in index.slot_vars[t]):
+            continue
+        if ts.cyclic and set(index.slot_vars[t][0]) != {slow_only}:
             continue
         later = [0.0] * (len(ts.slots) + 1)  # gain of every use from slot i on
         for i in range(len(ts.slots) - 1, -1, -1):

@@ -8,8 +8,9 @@ to the interior's start and the fetch to its end costs the same copies and holds
 no more bytes in the fast pool at any step. When the edge wanted was left out
 as dominated (:meth:`~autotm_core.ilp.formulation._Builder._dominated`), the
 state that dominates it is taken instead. Kernel times, configurations and
-occupancies then follow from the states, and the start is checked against
-every row before it is offered.
+occupancies then follow from the states (:func:`~autotm_core.ilp.decode.settled_values`),
+and the start is checked against every row before it is offered: a plan that
+does not end the step where it began it (its steady-state rows) is no start.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from autotm_core.ilp.decode import settled_values
 from autotm_core.ilp.gadgets import State
 from autotm_core.ilp.model_index import Edge, ModelIndex
 from autotm_core.ir import Graph
@@ -139,16 +141,7 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
                         wanted)
             return None
         values[zs[int(matches[0])]] = 1.0
-    for tk, rows in zip(index.kernel_time_vars, index.kernel_time_rows, strict=True):
-        best = lp.var_lb[tk]
-        for r in rows:
-            best = max(best, lp.row_lb[r] - lp.row_activity(r, values))
-        values[tk] = best
-    for q, occ in index.occupancy_vars.items():
-        for h in range(1, len(occ)):
-            row = index.occupancy_rows[q][h]
-            values[occ[h]] = 0.0
-            values[occ[h]] = -lp.row_activity(row, values)
+    values = settled_values(index, values)
     broken = lp.violations(values, tolerance=FEASIBILITY_TOLERANCE)
     if broken:
         logger.info("warm start: plan %r breaks %d rows of the model (first: row %d)",

@@ -23,7 +23,7 @@ def test_plan_verifies_beats_greedy_and_bounds_the_exact_optimum(fraction):
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=30,
                         relative_gap=0.0)
     assert verify_plan(result.plan, graph, result.system) == []
-    assert result.step_seconds <= result.greedy_step_seconds
+    assert result.step_seconds <= result.baseline_step_seconds
     assert result.bound_seconds <= result.step_seconds
     exact = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0)
     assert result.bound_seconds <= exact.step_seconds * (1 + 1e-7)
@@ -37,8 +37,8 @@ def test_no_time_to_solve_returns_greedy_with_the_kernel_bound():
     system = preset("optane-2019")
     capacity = int(graph.liveness.peak_nbytes * 0.4)
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=0)
-    assert result.source == "greedy" and result.termination == "not run"
-    assert result.step_seconds == result.greedy_step_seconds
+    assert result.source == "baseline/greedy" and result.termination == "not run"
+    assert result.step_seconds == result.baseline_step_seconds
     assert result.bound_source == "kernels"
     assert 0 < result.bound_seconds <= result.step_seconds
     assert verify_plan(result.plan, graph, result.system) == []
@@ -67,11 +67,11 @@ def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
     capacity = int(graph.liveness.peak_nbytes * 0.4)
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
                         relative_gap=0.0, stretch_kernels=6, full_solve_kernels=0)
-    assert result.source in {"rolling", "greedy"}
-    assert result.termination == "stretches planned" or result.source == "greedy"
+    assert result.source in {"rolling", "baseline/greedy"}
+    assert result.termination == "stretches planned" or result.source == "baseline/greedy"
     assert result.bound_source == "lagrangian"
     assert verify_plan(result.plan, graph, result.system) == []
-    assert result.step_seconds <= result.greedy_step_seconds
+    assert result.step_seconds <= result.baseline_step_seconds
     exact = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0)
     assert result.bound_seconds <= exact.step_seconds * (1 + 1e-7)
     assert result.step_seconds >= exact.step_seconds * (1 - 1e-7)
@@ -107,3 +107,38 @@ def test_the_result_names_the_solver():
     result = plan_approximate(graph, preset("optane-2019"), solver=get_solver("highs"),
                               fast_capacity_nbytes=graph.liveness.peak_nbytes // 2)
     assert result.solver_name == "highs"
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("budget", [0, 20])
+def test_a_static_plan_never_moves_and_falls_back_to_first_touch(budget):
+    from autotm_core.baselines import greedy
+    from autotm_core.ilp.options import FormulationOptions
+
+    graph = mlp(batch=4, widths=(64, 128, 64, 10))
+    system = preset("optane-2019")
+    capacity = int(graph.liveness.peak_nbytes * 0.4)
+    mover = greedy(graph, system, fast_capacity_nbytes=capacity)
+    assert mover.moves  # offered, but a static plan has none
+    result = plan_approximate(graph, system, fast_capacity_nbytes=capacity,
+                              time_budget_seconds=budget, start_plans=(mover,),
+                              options=FormulationOptions(formulation="static"))
+    assert result.baseline == "first-touch" and result.plan.moves == ()
+    assert result.step_seconds <= result.baseline_step_seconds
+    assert verify_plan(result.plan, graph, result.system) == []
+    if budget == 0:
+        assert result.source == "baseline/first-touch"
+
+
+@pytest.mark.highs
+def test_a_start_plan_is_a_candidate_and_names_itself():
+    graph = training_chain(4)
+    system = preset("optane-2019")
+    capacity = int(graph.liveness.peak_nbytes * 0.4)
+    exact = plan_graph(graph, system, fast_capacity_nbytes=capacity)
+    result = plan_approximate(graph, system, fast_capacity_nbytes=capacity,
+                              time_budget_seconds=0, start_plans=(exact.plan,))
+    assert result.source == "ilp/synchronous"
+    assert result.step_seconds == pytest.approx(exact.step_seconds)
+    assert result.step_seconds < result.baseline_step_seconds
+    assert result.bound_seconds <= result.step_seconds

@@ -5,7 +5,9 @@ separable costs, only two kinds of rows involve more than one tensor: the
 running-sum capacity rows and the rows bounding each kernel's time. Moving them
 into the objective with multipliers ``y`` leaves, per tensor, a shortest path
 through its slots' states and its transitions' edges (the flow rows are kept),
-and the kernel-time and occupancy variables at a bound:
+and the kernel-time and occupancy variables at a bound. The steady-state rows
+(a tensor's last slot holds the pools of its first) are not paths either: they
+are priced in too, with multipliers ``mu >= 0``.
 
     L(y) = y . b + min over paths (c - A^T y) . x
 
@@ -21,7 +23,7 @@ Subgradient ascent with Polyak steps towards a known plan's objective, one step
 length for the capacity multipliers and one for the kernel-time ones (on a
 20,000-kernel chain started from the stretches' prices, one shared length left
 the bound 7.9% below the LP relaxation after 100 steps, separate ones 0.9% after
-200); the best value seen is the bound.
+200), and one for the steady-state multipliers; the best value seen is the bound.
 """
 
 from __future__ import annotations
@@ -163,6 +165,10 @@ class _Relaxed:
     limit: np.ndarray  # the bytes each half step may hold
     scale: np.ndarray  # 1 / limit: capacity rows in fractions of their limit
     starts: np.ndarray  # where each pool's half steps begin in delta
+    a_cyclic: sp.csr_matrix  # steady-state rows (``<= b_cyclic``)
+    at_cyclic: sp.csr_matrix
+    b_cyclic: np.ndarray
+    cyclic_rows: np.ndarray  # their positions among the model's rows
 
     def held(self, x: np.ndarray) -> np.ndarray:
         """Bytes held by ``x`` at every half step of every bounded pool."""
@@ -178,11 +184,13 @@ class _Relaxed:
             out[lo:hi] = np.cumsum(weight[lo:hi][::-1])[::-1]
         return out
 
-    def value(self, y: np.ndarray, lam: np.ndarray, x: np.ndarray) -> float:
-        """``L`` at multipliers ``y`` (kernel times) and ``lam`` (capacity); sets ``x`` to
-        the minimiser. ``-inf`` when a kernel's multipliers sum above one."""
+    def value(self, y: np.ndarray, lam: np.ndarray, mu: np.ndarray, x: np.ndarray) -> float:
+        """``L`` at multipliers ``y`` (kernel times), ``lam`` (capacity) and ``mu`` (steady
+        state); sets ``x`` to the minimiser. ``-inf`` when a kernel's multipliers sum
+        above one."""
         weight = lam * self.scale
-        rc = self.cost - self.at_time @ y + self.delta_t @ self.suffix(weight)
+        rc = (self.cost - self.at_time @ y + self.delta_t @ self.suffix(weight)
+              + self.at_cyclic @ mu)
         x[:] = 0.0
         p = self.paths
         paths = _shortest_paths(p.slot_ptr, p.state_ptr, p.state_var, p.state_id, p.edge_ptr,
@@ -193,7 +201,7 @@ class _Relaxed:
             return -_INF
         x[self.time_cols] = self.lower[self.time_cols]
         return (float(y @ self.b_time) + paths + float(rc_time @ x[self.time_cols])
-                - float(weight @ self.limit))
+                - float(weight @ self.limit) - float(mu @ self.b_cyclic))
 
 
 def _relaxed(layout: ModelLayout, problem: MatrixProblem) -> _Relaxed:
@@ -208,6 +216,8 @@ def _relaxed(layout: ModelLayout, problem: MatrixProblem) -> _Relaxed:
     delta = (sp.vstack(deltas).tocsr() if deltas
              else sp.csr_matrix((0, layout.rows.shape[1])))
     limit = upper[np.concatenate(layout.pool_vars)] if deltas else np.zeros(0)
+    cyclic_rows = np.flatnonzero(layout.cyclic_row)
+    a_cyclic = layout.rows[cyclic_rows].tocsr()
     return _Relaxed(
         paths=_paths(layout), cost=np.asarray(problem.cost, dtype=np.float64),
         lower=np.asarray(problem.col_lower, dtype=np.float64), upper=upper,
@@ -217,27 +227,32 @@ def _relaxed(layout: ModelLayout, problem: MatrixProblem) -> _Relaxed:
         delta=delta, delta_t=delta.T.tocsr(), limit=limit,
         scale=1.0 / np.maximum(limit, 1.0),
         starts=np.cumsum([0] + [rows.size for rows in layout.pool_rows]),
+        a_cyclic=a_cyclic, at_cyclic=a_cyclic.T.tocsr(),
+        b_cyclic=np.asarray(problem.row_upper, dtype=np.float64)[cyclic_rows],
+        cyclic_rows=cyclic_rows,
     )
 
 
 def _start(layout: ModelLayout, relaxed: _Relaxed,
-           row_duals: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+           row_duals: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Starting multipliers: from ``row_duals``, else each kernel's first term carrying it."""
     y = np.zeros(relaxed.time_rows.size)
     lam = np.zeros(relaxed.limit.size)
+    mu = np.zeros(relaxed.cyclic_rows.size)
     if row_duals is None:
         k = relaxed.per_kernel
         firsts = k.indptr[:-1][np.diff(k.indptr) > 0]
         y[k.indices[firsts]] = 1.0
-        return y, lam
+        return y, lam, mu
     known = np.nan_to_num(np.asarray(row_duals, dtype=np.float64))
     y = np.maximum(known[relaxed.time_rows], 0.0)
+    mu = np.maximum(-known[relaxed.cyclic_rows], 0.0)  # a binding upper row's dual is <= 0
     for rows, lo in zip(layout.pool_rows, relaxed.starts[:-1], strict=True):
         nu = known[rows]  # a running-sum row's dual: the later drops summed
         drop = nu - np.concatenate([nu[1:], [0.0]])
         lam[lo:lo + nu.size] = np.maximum(drop, 0.0) / relaxed.scale[lo:lo + nu.size]
     _cap_kernel_weights(relaxed.per_kernel.indptr, relaxed.per_kernel.indices, y)
-    return y, lam
+    return y, lam, mu
 
 
 def lagrangian_bound(layout: ModelLayout, problem: MatrixProblem, *,
@@ -256,15 +271,15 @@ def lagrangian_bound(layout: ModelLayout, problem: MatrixProblem, *,
     if np.any(layout.kind == CONFIG):
         return LagrangianBound(objective=-_INF, iterations=0, seconds=0.0)
     relaxed = _relaxed(layout, problem)
-    y, lam = _start(layout, relaxed, row_duals)
+    y, lam, mu = _start(layout, relaxed, row_duals)
     x = np.zeros(len(relaxed.cost))
     best, iterations, step, stalled = -_INF, 0, 1.0, 0
-    previous: tuple[np.ndarray, np.ndarray] | None = None
+    previous: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     while iterations < max_iterations:
         if iterations and deadline is not None and time.perf_counter() >= deadline:
             break  # the first evaluation is always made
         iterations += 1
-        value = relaxed.value(y, lam, x)
+        value = relaxed.value(y, lam, mu, x)
         logger.debug("lagrangian: step %d value %.9g length %.3g", iterations, value, step)
         if value > best:
             best, stalled = value, 0
@@ -279,15 +294,20 @@ def lagrangian_bound(layout: ModelLayout, problem: MatrixProblem, *,
         g_cap = np.where(lam > 0, g_cap, np.maximum(g_cap, 0.0))
         g_time = relaxed.b_time - relaxed.a_time @ x
         g_time = np.where(y > 0, g_time, np.maximum(g_time, 0.0))
+        g_cyc = relaxed.a_cyclic @ x - relaxed.b_cyclic
+        g_cyc = np.where(mu > 0, g_cyc, np.maximum(g_cyc, 0.0))
         if previous is not None:
-            g_cap, g_time = g_cap + DEFLECTION * previous[0], g_time + DEFLECTION * previous[1]
-        previous = (g_cap, g_time)
-        if not (g_cap.any() or g_time.any()):
+            g_cap, g_time, g_cyc = (g_cap + DEFLECTION * previous[0],
+                                    g_time + DEFLECTION * previous[1],
+                                    g_cyc + DEFLECTION * previous[2])
+        previous = (g_cap, g_time, g_cyc)
+        if not (g_cap.any() or g_time.any() or g_cyc.any()):
             break
         # Polyak's step towards the target, for each kind of row on its own: their units
         # differ (fractions of a limit, microseconds), and one shared length starves one kind
         lam = np.maximum(lam + _polyak(step * (target - value), g_cap), 0.0)
         y = np.maximum(y + _polyak(step * (target - value), g_time), 0.0)
+        mu = np.maximum(mu + _polyak(step * (target - value), g_cyc), 0.0)
         _cap_kernel_weights(relaxed.per_kernel.indptr, relaxed.per_kernel.indices, y)
     return LagrangianBound(objective=best, iterations=iterations,
                            seconds=time.perf_counter() - started)

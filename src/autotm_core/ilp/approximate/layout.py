@@ -15,6 +15,10 @@ kernel. From those:
   latest anchor of the rows it appears in (a kernel-time variable at least its
   kernel), so it is settled only once all of them are.
 
+The steady-state rows (a tensor that exists before the step and survives it ends
+holding every pool it began in) tie its first slot, at kernel 0, to its last one, at
+the last kernel: they are anchored at the last kernel.
+
 It also knows, per slot, the state that holds the fewest bytes in bounded pools
 (what a stretch assumes of the slots it has not planned yet) and, per edge, the
 anchor of its transition's *before* slot.
@@ -47,11 +51,23 @@ class ModelLayout:
     """Per row: whether it is a running-sum capacity row."""
     time_row: np.ndarray
     """Per row: whether it bounds a kernel's time (or ties its configuration)."""
+    cyclic_row: np.ndarray
+    """Per row: whether it is a steady-state row (a last slot holds the first one's pools)."""
+    last_slot: np.ndarray
+    """Per column: whether it is a state variable of the last slot of a tensor with
+    steady-state rows."""
     before_anchor: np.ndarray
     """Per column: for an edge, the anchor of its transition's slot before; else -1."""
     least: np.ndarray
     """Per column: a value of every slot and edge variable in which each slot holds the
     fewest bytes in bounded pools its bounds allow (0 for the other columns)."""
+    state_order: np.ndarray
+    """Per state: its place from the least occupancy (fewest bounded pools, then fewest
+    pools, then the slower usable pool) on."""
+    covers: np.ndarray
+    """Per pair of states ``(a, b)``: whether ``b`` holds every pool ``a`` holds."""
+    open_state: np.ndarray
+    """Per column: whether its bounds let it be 1."""
     slot: np.ndarray
     """Per column: for a slot's state variable, the slot (numbered over all tensors);
     for an edge, the slot after its transition; else -1."""
@@ -106,13 +122,26 @@ def model_layout(index: ModelIndex, problem: MatrixProblem) -> ModelLayout:
     time_row = np.zeros(problem.n_rows, dtype=bool)
     for k_rows in index.kernel_time_rows:
         time_row[k_rows] = True
+    cyclic_row = np.zeros(problem.n_rows, dtype=bool)
+    cyclic_row[np.asarray(index.cyclic_rows, dtype=np.int64)] = True
+    starts = index.tensor_slots
+    cyclic = np.asarray([ts.cyclic and len(ts.slots) > 1 for ts in index.tensors], dtype=bool)
+    last = np.zeros(int(starts[-1]), dtype=bool)
+    last[starts[1:][cyclic] - 1] = True
+    last_slot = np.zeros(slot.size, dtype=bool)
+    states = np.flatnonzero(kind == SLOT)
+    last_slot[states] = last[slot[states]]
     columns = rows.tocsc()
     config = np.flatnonzero(kind == CONFIG)
     if config.size:  # rows tying configurations to usable pools count as kernel-time rows
         time_row[np.unique(columns[:, config].indices)] = True
     return ModelLayout(kind=kind, col_anchor=anchor, row_anchor=row_anchor,
-                       capacity_row=capacity_row, time_row=time_row, before_anchor=before,
-                       least=_least(index, problem), slot=slot, state=state,
+                       capacity_row=capacity_row, time_row=time_row, cyclic_row=cyclic_row,
+                       last_slot=last_slot, before_anchor=before,
+                       least=_least(index, problem), state_order=_state_order(index),
+                       covers=np.array([[a.pools <= b.pools for b in index.states]
+                                        for a in index.states], dtype=bool),
+                       open_state=np.asarray(problem.col_upper) >= 0.5, slot=slot, state=state,
                        from_state=facts.from_state, asynchronous=facts.asynchronous,
                        tensor_slots=index.tensor_slots, pool_rows=pool_rows,
                        pool_vars=pool_vars, rows=rows, columns=columns)
@@ -133,16 +162,22 @@ def _anchors(index: ModelIndex, rows: sp.csr_matrix) -> tuple[np.ndarray, np.nda
     return row_anchor, anchor
 
 
+def _state_order(index: ModelIndex) -> np.ndarray:
+    """Per state, its place by occupancy: fewest bounded pools (those with capacity rows),
+    then fewest pools, then the slower usable pool."""
+    bounded = list(index.occupancy_vars)
+    rank = [(sum(q in st.pools for q in bounded), len(st.pools), -st.usable)
+            for st in index.states]
+    return np.array([sorted(set(rank)).index(r) for r in rank], dtype=np.int64)
+
+
 def _least(index: ModelIndex, problem: MatrixProblem) -> np.ndarray:
     """Per column, 1 on each slot's least-occupancy state and the synchronous edges joining
     them: a state fixed to 1 when there is one, else among the states its bounds leave
     open (all, when none is) the one holding the fewest bounded pools, then the fewest
     pools, then the slower usable pool (the first such)."""
     facts = index.columns
-    bounded = list(index.occupancy_vars)  # pools with capacity rows
-    rank = [(sum(q in st.pools for q in bounded), len(st.pools), -st.usable)
-            for st in index.states]
-    order = np.array([sorted(set(rank)).index(r) for r in rank], dtype=np.int64)
+    order = _state_order(index)
     cols = np.flatnonzero(facts.kind == SLOT)
     slot, state = facts.slot[cols], facts.state[cols]
     forced = np.asarray(problem.col_lower)[cols] >= 0.5

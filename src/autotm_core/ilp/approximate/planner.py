@@ -11,8 +11,11 @@ Lagrangian relaxation of the whole model
 When that bound does not already prove the plan within ``relative_gap``, graphs
 of up to ``full_solve_kernels`` kernels hand the whole model to the solver for
 what is left of the budget, started from the stretch plan. It returns the best
-verified plan (never worse than greedy's) with the best lower bound found: the
-solver's, the Lagrangian one, or every kernel at its fastest.
+verified plan with the best lower bound found: the solver's, the Lagrangian one,
+or every kernel at its fastest. Never worse than the baseline the formulation
+should beat (first-touch's plan for the static formulation, greedy's for the
+others) or any start plan offered that the formulation allows (a static plan has
+no moves, a synchronous one no asynchronous moves): they are candidates too.
 
 Every solve runs on the solver given, which must declare integer variables and
 row duals (the stretches' LP prices start the bound) in its
@@ -25,25 +28,27 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
-from autotm_core.errors import PlanError
-from autotm_core.ilp.options import FormulationOptions
+from autotm_core.errors import AutotmError, PlanError, SolverError
+from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ilp.reductions import Reductions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.model import Plan
+from autotm_core.plans.model import MoveKind, Plan
 from autotm_core.simulation import Simulation
 from autotm_core.solvers.base import DEFAULT_SOLVER, Solver
 
 logger = logging.getLogger(__name__)
 
 MIN_SOLVE_SECONDS = 1.0
-"""Below this much budget left after building, the solver is not started (greedy's plan)."""
+"""Below this much budget left after building, the solver is not started (the baseline's
+plan)."""
 
 STRETCH_KERNELS = 1000
 """Kernels planned at once by the rolling planner."""
@@ -69,14 +74,20 @@ class ApproximatePlanResult:
     """What :func:`plan_approximate` produced."""
 
     plan: Plan
-    """The plan returned; it passed the verifier."""
+    """The plan returned; it passed the verifier (and has no moves for the static
+    formulation)."""
     simulation: Simulation
     """The simulator's :class:`~autotm_core.simulation.Simulation` of the plan."""
     source: str
     """Where the plan came from: ``"ilp"`` (the whole model's incumbent), ``"rolling"``
-    (planned a stretch at a time) or ``"greedy"``."""
-    greedy_step_seconds: float
-    """Predicted step time of the greedy baseline's plan."""
+    (planned a stretch at a time), or the planner name of the baseline's plan or the start
+    plan returned (e.g. ``"baseline/greedy"``)."""
+    baseline: str
+    """The baseline the formulation should beat, whose plan is a candidate: ``"first-touch"``
+    (static) or ``"greedy"``."""
+    baseline_step_seconds: float | None
+    """Predicted step time of the baseline's plan (``None`` when it has none: it failed or
+    its plan did not verify)."""
     bound_seconds: float
     """A proven lower bound on the optimal step time."""
     bound_source: str
@@ -96,8 +107,8 @@ class ApproximatePlanResult:
     """Nonzero coefficients of its rows."""
     build_seconds: float
     """Seconds to build the model, find the reductions and lay it out in time."""
-    greedy_seconds: float
-    """Seconds the greedy baseline took."""
+    baseline_seconds: float
+    """Seconds the baseline took, and verifying and simulating the start plans."""
     solve_seconds: float
     """Seconds spent in the solver (hand-off included)."""
     total_seconds: float
@@ -135,16 +146,18 @@ def plan_approximate(
     threads: int | None = None,
     stretch_kernels: int = STRETCH_KERNELS,
     full_solve_kernels: int = FULL_SOLVE_KERNELS,
+    start_plans: Sequence[Plan] = (),
 ) -> ApproximatePlanResult:
     """Plan ``graph`` within about ``time_budget_seconds`` end to end (see the module docstring).
 
     The solves, by ``solver`` (a plugin's name or a backend object), get what is left
-    of the budget after building, and stop earlier at ``relative_gap``. Raises
-    :class:`~autotm_core.errors.UsageError` at once when the solver lacks integer
-    variables or row duals, and :class:`~autotm_core.errors.CapacityError` when no
-    plan fits.
+    of the budget after building, and stop earlier at ``relative_gap``. ``start_plans``
+    (e.g. a simpler formulation's plan) are verified; those the formulation allows are
+    candidates, and the fastest starts the whole-model solve when the stretches fail.
+    Raises :class:`~autotm_core.errors.UsageError` at once when the solver lacks integer
+    variables or row duals, :class:`~autotm_core.errors.CapacityError` when no plan fits,
+    and :class:`~autotm_core.errors.SolverError` when no plan was found in the budget.
     """
-    from autotm_core.baselines import greedy
     from autotm_core.costs import resolve_costs
     from autotm_core.ilp.approximate.lagrangian import lagrangian_bound
     from autotm_core.ilp.approximate.layout import model_layout
@@ -156,7 +169,7 @@ def plan_approximate(
     from autotm_core.ilp.reductions import find_reductions
     from autotm_core.ilp.solve import require, resolve_solver
     from autotm_core.ilp.warm import warm_start_from_plan
-    from autotm_core.plans.verify import check_plan
+    from autotm_core.plans.verify import check_plan, verify_plan
     from autotm_core.simulation import simulate
     from autotm_core.solvers import SolverConfig
 
@@ -173,11 +186,20 @@ def plan_approximate(
     check_lower_bounds(graph, system, resolve_capacities(graph, system, options.capacities),
                        options)
 
-    greedy_started = time.perf_counter()
-    greedy_plan = greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes)
-    greedy_sim = simulate(greedy_plan, graph, system, costs)
-    greedy_seconds = time.perf_counter() - greedy_started
-
+    best = _Best(formulation=options.formulation)
+    baseline_started = time.perf_counter()
+    baseline, baseline_plan = _baseline(graph, system, options.formulation)
+    baseline_step = None
+    for plan in ([] if baseline_plan is None else [baseline_plan]) + list(start_plans):
+        problems = _disallowed(plan, options.formulation) or verify_plan(plan, graph, system)
+        if problems:
+            logger.info("plan %r is no candidate: %s", plan.planner, problems[0])
+            continue
+        timed = simulate(plan, graph, system, costs)
+        if plan is baseline_plan:
+            baseline_step = float(timed.step_seconds)
+        best.offer(plan, timed, plan.planner or "a start plan")
+    baseline_seconds = time.perf_counter() - baseline_started
     index = build_program(graph, costs, system, options.capacities, options)
     lp = index.lp
     found = find_reductions(index, graph, system, costs) if reduce else Reductions.none(lp)
@@ -186,9 +208,8 @@ def plan_approximate(
     kernel_bound = index.objective_seconds(
         float(sum(lp.var_lb[v] for v in index.kernel_time_vars)))
     layout = model_layout(index, problem)
-    build_seconds = time.perf_counter() - started - greedy_seconds
+    build_seconds = time.perf_counter() - started - baseline_seconds
 
-    best = _Best(greedy_plan, greedy_sim, "greedy")
     bound, bound_source, termination, solve_seconds = kernel_bound, "kernels", "not run", 0.0
     full_solve = len(graph.kernels) <= full_solve_kernels
 
@@ -221,9 +242,9 @@ def plan_approximate(
                 start = stretched.values
             consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels,
                                                    "planned_kernels": stretched.planned_kernels})
-            priced = lagrangian_bound(layout, problem,
-                                      target=float(best.simulation.step_seconds)
-                                      / index.seconds_per_unit,
+            target = (float(problem.cost @ stretched.values) if best.simulation is None
+                      else float(best.simulation.step_seconds) / index.seconds_per_unit)
+            priced = lagrangian_bound(layout, problem, target=target,
                                       row_duals=stretched.row_duals,
                                       deadline=deadline - FINISH_SECONDS,
                                       max_iterations=FULL_SOLVE_LAGRANGIAN_STEPS if full_solve
@@ -231,12 +252,12 @@ def plan_approximate(
             if index.objective_seconds(priced.objective) > bound:
                 bound, bound_source = index.objective_seconds(priced.objective), "lagrangian"
         solve_seconds += time.perf_counter() - solve_started
-    step = float(best.simulation.step_seconds)
-    proven = step <= 0 or (step - bound) / step <= relative_gap
+    step = None if best.simulation is None else float(best.simulation.step_seconds)
+    proven = step is not None and (step <= 0 or (step - bound) / step <= relative_gap)
     left = deadline - time.perf_counter()
     if left >= MIN_SOLVE_SECONDS and full_solve and not proven:
-        if start is None:  # the rolling plan failed: start from greedy's plan
-            start = warm_start_from_plan(index, greedy_plan, graph, system)
+        if start is None and best.plan is not None:  # the rolling plan failed: the best held
+            start = warm_start_from_plan(index, best.plan, graph, system)
         config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap,
                               threads=threads, warm_start=start is not None)
         result, values = backend.solve(problem, config, start)
@@ -251,29 +272,69 @@ def plan_approximate(
             consider(values, "ilp", {
                 "objective_seconds": index.objective_seconds(result.objective or 0.0),
                 "bound_seconds": bound, "termination": termination})
-    plan, simulation, source = best.plan, best.simulation, best.source
-    check_plan(plan, graph, system)
-    # a bound above a feasible plan's time can only come from tolerances: clip it
-    bound = min(bound, float(simulation.step_seconds))
+    chosen, simulation, source = best.plan, best.simulation, best.source
+    if chosen is None or simulation is None:
+        raise SolverError(
+            f"no plan of graph {graph.name!r} was found within {time_budget_seconds:g} s, and "
+            f"the {baseline} baseline has none",
+            hint="give the planner more time (--time-limit), more fast memory, or plan exactly "
+                 "(--mode exact)")
+    check_plan(chosen, graph, system)
+    step = float(simulation.step_seconds)
+    if bound > step * (1 + 1e-9) and source not in ("ilp", "rolling"):
+        # a plan from outside the model (page rounding, pinning) beats the model's bound,
+        # which then bounds nothing about it: only every kernel at its fastest does
+        bound, bound_source = min(kernel_bound, bound), "kernels"
+    # a bound above a feasible plan's time can only come from tolerances now: clip it
+    bound = min(bound, step)
     return ApproximatePlanResult(
-        plan=plan, simulation=simulation, source=source,
-        greedy_step_seconds=float(greedy_sim.step_seconds), bound_seconds=bound,
+        plan=chosen, simulation=simulation, source=source, baseline=baseline,
+        baseline_step_seconds=baseline_step, bound_seconds=bound,
         bound_source=bound_source, termination=termination, reductions=found,
         n_variables=lp.n_vars, n_binaries=lp.n_binaries, n_nonzeros=problem.n_nonzeros,
-        build_seconds=build_seconds, greedy_seconds=greedy_seconds, solve_seconds=solve_seconds,
+        build_seconds=build_seconds, baseline_seconds=baseline_seconds,
+        solve_seconds=solve_seconds,
         total_seconds=time.perf_counter() - started, system=system, solver_name=backend.name,
         solver_version=version,
     )
 
 
+def _baseline(graph: Graph, system: MemorySystem,
+              formulation: Formulation) -> tuple[str, Plan | None]:
+    """The baseline ``formulation`` should beat and its plan (``None`` when it fails)."""
+    from autotm_core.baselines import first_touch, greedy
+
+    static = formulation is Formulation.STATIC
+    name, make = ("first-touch", first_touch) if static else ("greedy", greedy)
+    try:
+        return name, make(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes)
+    except AutotmError as exc:
+        logger.info("no %s plan: %s", name, exc.message)
+        return name, None
+
+
+def _disallowed(plan: Plan, formulation: Formulation) -> list[str]:
+    """Why ``formulation`` does not allow ``plan``'s moves (empty when it does)."""
+    if formulation is Formulation.STATIC and plan.moves:
+        return [f"a static plan has no moves; it has {len(plan.moves)}"]
+    if formulation is Formulation.SYNCHRONOUS and any(m.kind is MoveKind.ASYNC
+                                                       for m in plan.moves):
+        return ["a synchronous plan has no asynchronous moves"]
+    return []
+
+
 @attrs.define
 class _Best:
-    """The fastest verified plan so far (greedy's first, so never worse than greedy)."""
+    """The fastest verified plan so far that the formulation allows."""
 
-    plan: Plan
-    simulation: Simulation
-    source: str
+    formulation: Formulation
+    plan: Plan | None = None
+    simulation: Simulation | None = None
+    source: str = ""
 
     def offer(self, plan: Plan, simulation: Simulation, source: str) -> None:
-        if float(simulation.step_seconds) < float(self.simulation.step_seconds):
+        if _disallowed(plan, self.formulation):
+            return
+        if (self.simulation is None
+                or float(simulation.step_seconds) < float(self.simulation.step_seconds)):
             self.plan, self.simulation, self.source = plan, simulation, source

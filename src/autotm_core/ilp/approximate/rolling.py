@@ -14,8 +14,14 @@ solves a slice of the one formulation by relax-and-fix
   kept: nothing decided now can leave a later stretch without room. A far
   transition of a slot decided now is left to the stretch that reaches it (its
   edges count nothing in the slice; at that boundary a copy out of the slowest
-  pool can always be avoided, and without one the boundary holds no more than the
-  kernel before it when capacities do not change from kernel to kernel).
+  pool can usually be avoided, and without one the boundary holds no more than the
+  kernel before it when capacities do not change from kernel to kernel);
+- except the last slot of each tensor with steady-state rows (it exists before the
+  step and survives it): that slot, at the last kernel, is relaxed in every slice
+  with its steady-state rows, so a stretch that decides where such a tensor begins
+  the step reserves room for it where the step ends. The copy that brings it back
+  there, at the boundary before the last kernel, is left to the last stretch; when
+  that stretch finds no room, the slice fails as below.
 
 When fixing what the LP made integral leaves the rest of a slice without a
 solution, the slice is solved whole. Only the stretch's own binaries are kept;
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import attrs
 import numpy as np
@@ -90,7 +97,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
             return _complete(layout, values, duals, s)
         near = (anchor >= s) & (anchor < m)
         values[(kind == EDGE) & (anchor >= m) & (layout.before_anchor < m)] = 0.0
-        free = near | (follows & (anchor >= m))
+        free = near | ((follows | layout.last_slot) & (anchor >= m))
         far_rows, far_vars = _far_capacity(layout, m)
         free[far_vars] = False
         touched = np.zeros(layout.rows.shape[0], dtype=bool)
@@ -99,7 +106,8 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
         # asynchronous move overlapping a kernel beyond the margin)
         loads = np.zeros(layout.rows.shape[0], dtype=bool)
         loads[columns[:, np.flatnonzero(near & ~follows)].indices] = True
-        touched &= layout.capacity_row | (layout.row_anchor < m) | (layout.time_row & loads)
+        touched &= (layout.capacity_row | layout.cyclic_row | (layout.row_anchor < m)
+                    | (layout.time_row & loads))
         touched[far_rows] = False
         rows = np.flatnonzero(touched)
         integer = binary & (anchor >= s) & (anchor < e)
@@ -139,12 +147,13 @@ def _left(deadline: float | None) -> float | None:
 
 def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
               s: int) -> RollingPlan | None:
-    """The decisions before kernel ``s``, every later slot in its least-occupancy state.
+    """The decisions before kernel ``s``, every later slot in its least-occupancy state
+    (a last slot with steady-state rows: the least one holding the first slot's pools).
 
     Each later transition takes the synchronous edge joining its two slots' states;
-    ``None`` when one has none. Every slice kept room for the least-occupancy states
-    (its far capacity rows hold them), so the verifier should accept the plan; callers
-    check it all the same.
+    ``None`` when one has none. Every slice kept room for these states (its far
+    capacity rows hold them), so the verifier should accept the plan; callers check
+    it all the same.
     """
     anchor, kind = layout.col_anchor, layout.kind
     later = anchor >= s
@@ -153,6 +162,9 @@ def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
     chosen = np.full(int(layout.slot.max()) + 1 if layout.slot.size else 0, -1, dtype=np.int64)
     held = slots & (out > 0.5)
     chosen[layout.slot[held]] = layout.state[held]
+    if not _end_where_begun(layout, out, chosen, later):
+        logger.info("rolling: a tensor cannot end the step where it began it (kernel %d on)", s)
+        return None
     edges = (kind == EDGE) & later
     out[edges] = 0.0
     sync = np.flatnonzero(edges & ~layout.asynchronous)
@@ -164,6 +176,28 @@ def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
         logger.info("rolling: the plan before kernel %d cannot be joined to the rest", s)
         return None
     return RollingPlan(values=out, row_duals=duals, planned_kernels=s)
+
+
+def _end_where_begun(layout: ModelLayout, out: np.ndarray, chosen: np.ndarray,
+                     later: np.ndarray) -> bool:
+    """Put every later last slot with steady-state rows (in ``out`` and ``chosen``) in the
+    least-occupancy state its bounds allow that holds its first slot's pools; ``False``
+    when one has none."""
+    lasts = np.flatnonzero(layout.last_slot & later)
+    if lasts.size == 0:
+        return True
+    slot = layout.slot[lasts]
+    first = layout.tensor_slots[np.searchsorted(layout.tensor_slots, slot, side="right") - 1]
+    ok = layout.covers[chosen[first], layout.state[lasts]] & layout.open_state[lasts]
+    fits = lasts[ok]
+    pick = np.lexsort((fits, layout.state_order[layout.state[fits]], layout.slot[fits]))
+    picked = fits[pick][np.diff(layout.slot[fits][pick], prepend=-1) != 0]
+    if np.setdiff1d(slot, layout.slot[picked]).size:
+        return False
+    out[lasts] = 0.0
+    out[picked] = 1.0
+    chosen[layout.slot[picked]] = layout.state[picked]
+    return True
 
 
 def _far_capacity(layout: ModelLayout, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -183,7 +217,8 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
     slot of the slice ends: between two such *breakpoints* the held bytes are the
     slice's (one new variable per breakpoint) plus a known amount, so each breakpoint's
     variable gets the tightest of its half steps' limits less that amount, and one row
-    carries it to the next breakpoint.
+    carries it to the next breakpoint. A last slot with steady-state rows is counted
+    from the boundary before it (:func:`_from_the_boundary`).
     """
     import scipy.sparse as sp
 
@@ -204,6 +239,7 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
         own = matrix[:, cols].tocsr()
         own = own.multiply(decision[cols][np.newaxis, :]).tocsr()
         own.eliminate_zeros()
+        own = _from_the_boundary(own, layout.last_slot[cols])
         breaks = np.flatnonzero(np.diff(own.indptr) > 0)
         if breaks.size == 0 or breaks[0] != 0:
             breaks = np.concatenate([[0], breaks])
@@ -237,3 +273,22 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
         start=matrix.indptr, index=matrix.indices, value=matrix.data,
         row_lower=np.concatenate([sub.row_lower, zeros]),
         row_upper=np.concatenate([sub.row_upper, zeros]))
+
+
+def _from_the_boundary(own: Any, last: np.ndarray) -> Any:
+    """``own`` (far capacity rows by the slice's columns) with the columns marked ``last``
+    (reserved last slots: relaxed, at the last kernel) entering one half step earlier.
+
+    Whatever edge leads into a slot, the boundary before it holds the slot's pools (a
+    tensor being copied occupies source and target), so the reservation counts there
+    too: a later stretch then finds room to bring the tensor back where it began.
+    """
+    import scipy.sparse as sp
+
+    if not last.any():
+        return own
+    coo = own.tocoo()
+    rows = coo.row.copy()
+    moved = last[coo.col] & (rows > 0)
+    rows[moved] -= 1
+    return sp.csr_matrix((coo.data, (rows, coo.col)), shape=own.shape)

@@ -1,0 +1,58 @@
+"""Honest labels: the ways the model is narrower than the plan rules, for one problem."""
+
+from __future__ import annotations
+
+from autotm_core.costs import roofline_costs
+from autotm_core.costs.model import TableCosts
+from autotm_core.examples.networks import training_chain
+from autotm_core.ilp.options import FormulationOptions
+from autotm_core.ilp.restrictions import model_restrictions
+from autotm_core.memory import MemorySystem, Pool
+from autotm_core.presets import preset
+
+GRAPH = training_chain(3)
+OPTANE = preset("optane-2019").with_capacity("dram", GRAPH.liveness.peak_nbytes // 2)
+
+
+def _lines(system=OPTANE, costs=None, **options):
+    costs = costs if costs is not None else roofline_costs(GRAPH, system)
+    return model_restrictions(GRAPH, system, costs=costs, options=FormulationOptions(**options))
+
+
+def test_exact_addresses_off_and_two_pools_leave_no_restriction():
+    assert _lines(page_nbytes=1) == ()
+    assert _lines(page_nbytes=1, formulation="static") == ()
+
+
+def test_page_rounding_is_named_with_the_page_and_the_bounded_pools():
+    (line,) = _lines()
+    assert "4096-byte pages" in line and "dram" in line and "pmm" not in line
+    unbounded = preset("optane-2019").with_capacity("dram", None)
+    assert _lines(system=unbounded) == ()  # nothing bounded: nothing rounded
+
+
+def test_asynchronous_overlap_and_pinning_are_named():
+    lines = _lines(page_nbytes=1, formulation="asynchronous", pin_to_fast=True, async_window=7)
+    assert len(lines) == 2
+    assert any("only reads it" in line and "within 7 kernels" in line for line in lines)
+    assert any("pin_to_fast" in line and "parameter" in line for line in lines)
+
+
+def test_cost_tables_read_the_fastest_copy():
+    separable = roofline_costs(GRAPH, OPTANE).separable()
+    assert separable is not None
+    table = TableCosts(n_pools=2, kernel_ptr=GRAPH.liveness.kernel_ptr,
+                       tables=tuple(separable.table(k) for k in range(len(GRAPH.kernels))))
+    (line,) = _lines(costs=table, page_nbytes=1)
+    assert "fastest pool holding it" in line
+    assert _lines(costs=table, page_nbytes=1, formulation="static") == ()
+
+
+def test_three_pools_name_the_move_positions_not_the_clean_copies():
+    peak = GRAPH.liveness.peak_nbytes
+    system = MemorySystem(name="three", pools=(
+        Pool("hbm", peak // 4, 1e12, 1e12, 1e-7), Pool("dram", peak // 4, 1e11, 1e11, 2e-7),
+        Pool("cxl", None, 3e10, 1e10, 3e-7)))
+    (line,) = _lines(system=system, page_nbytes=1)
+    assert "three or more pools" in line and "right before" in line
+    assert not any("clean" in line for line in _lines(system=system))
