@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import attrs
+import numpy as np
 import pytest
+from benchmarks.bench_addresses import evicted_plan
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from addresses.wrap import wrap_offset_problems, wrap_pairs
 from autotm_core import PlanError, UsageError
 from autotm_core.addresses import OffsetAssignment, assign_offsets
+from autotm_core.addresses.packing import wrap_partners
 from autotm_core.examples import build_example
+from autotm_core.examples.networks import training_chain
 from autotm_core.plans import Plan, Residency, make_plan, verify_plan
 from plans.random_plans import random_plan, three_pools, tiny_graph, tiny_plan, tiny_system
 
@@ -22,6 +27,8 @@ def check_fitted(result: OffsetAssignment, graph, system, alignment: int) -> Non
     assert result.fits
     assert result.plan.has_offsets
     assert verify_plan(result.plan, graph, system) == []
+    # Spec rule 3's offset clause, checked here too while the verifier is being taught it.
+    assert wrap_offset_problems(result.plan, graph) == []
     bounded = {p.pool for p in result.pools}
     for r in result.plan.residencies:
         if r.pool in bounded:
@@ -40,6 +47,7 @@ def test_random_plans_get_addresses_the_verifier_accepts(seed: int, alignment: i
     plan = random_plan(graph, system, seed, move_rate=0.4)
     result = assign_offsets(plan, graph, system, alignment_nbytes=alignment)
     check_fitted(result, graph, system, alignment)
+    assert sum(p.pairs for p in result.pools) == wrap_pairs(plan, graph)
     # The packing does not depend on the capacity: at its height it fits, one byte less it does not.
     for packing in result.pools:
         exact = assign_offsets(
@@ -63,6 +71,40 @@ def test_random_plans_get_addresses_the_verifier_accepts(seed: int, alignment: i
         assert overflow.pool == packing.pool
         assert overflow.overflow_nbytes == 1
         assert all(0 <= k < len(graph.kernels) for k in overflow.kernels)
+
+
+def test_weights_evicted_mid_step_end_it_where_they_began() -> None:
+    # Each weight but the last: fast 0..forward use, back from its backward use to the end;
+    # in slow from 0 to its update, and again from just after it to the end.
+    graph = training_chain(4, base_nbytes=4096)
+    system = three_pools()
+    system = attrs.evolve(system, pools=system.pools[1:])
+    plan = evicted_plan(graph, system, 4)
+    assert verify_plan(plan, graph, system) == []
+    assert wrap_pairs(plan, graph) == 6
+    result = assign_offsets(plan, graph, system, alignment_nbytes=1)
+    check_fitted(result, graph, system, 1)
+    assert [p.pairs for p in result.pools] == [3, 3]
+    # At one byte less than the height the pool overflows, and says where.
+    short = assign_offsets(with_capacity(plan, "dram", result.pool("dram").height_nbytes - 1),
+                           graph, system, alignment_nbytes=1)
+    (overflow,) = short.overflows
+    assert overflow.pool == "dram" and overflow.overflow_nbytes == 1
+    assert short.pool("dram").pairs == 3 and not short.plan.has_offsets
+
+
+def test_partners_are_persistent_tensors_beginning_and_ending_apart() -> None:
+    # Residencies of one pool: tensor 0 (a parameter) at 0..1 and 3..4; tensor 1 (an
+    # activation) likewise; tensor 2 (a parameter) at 0..4 in one; tensor 3 (a parameter)
+    # copied out and back in at the same boundary (spans touch: no pair).
+    tensor = np.array([0, 0, 1, 1, 2, 3, 3])
+    first = np.array([0, 3, 0, 3, 0, 0, 2])
+    last = np.array([1, 4, 1, 4, 4, 1, 4])
+    start, end = 2 * first + 1, 2 * last + 1
+    start[6], end[5] = 4, 4
+    persistent = np.array([True, False, True, True])
+    partner = wrap_partners(tensor, first, last, start, end, persistent=persistent, n_kernels=5)
+    assert partner.tolist() == [1, 0, -1, -1, -1, -1, -1]
 
 
 def test_all_fast_plans_of_the_examples_pack_to_the_bound() -> None:

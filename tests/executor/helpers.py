@@ -78,3 +78,67 @@ def overlap_plan(graph, system) -> Plan:
     ]
     moves = [Move("a", "pmm", "dram", 1, MoveKind.ASYNC)]
     return make_plan(graph, system, residencies=residencies, moves=moves, planner="test/overlap")
+
+
+def sgd_step(*, nbytes: int = 64 * 1024, metric: bool = False):
+    """One training step: ``w`` read forward and backward, then updated in place.
+
+    k0: x, w -> a; k1: a -> loss, ga; k2: ga, w -> dw; k3: w, dw -> w (in place);
+    with ``metric``, k4: loss -> metric (larger than w) after the update.
+    """
+    b = GraphBuilder("sgd-step")
+    b.tensor("x", nbytes=nbytes, kind=TensorKind.INPUT)
+    b.tensor("w", nbytes=nbytes + 24, kind=TensorKind.PARAMETER)
+    b.tensor("a", nbytes=nbytes)
+    b.tensor("loss", nbytes=8, kind=TensorKind.OUTPUT)
+    b.tensor("ga", nbytes=nbytes, kind=TensorKind.GRADIENT)
+    b.tensor("dw", nbytes=nbytes + 24, kind=TensorKind.GRADIENT)
+    b.kernel("fwd", op="layer", inputs=["x", "w"], outputs=["a"], flops=1e4)
+    b.kernel("loss", op="loss", inputs=["a"], outputs=["loss", "ga"], flops=1e4)
+    b.kernel("bwd", op="layer_backward", inputs=["ga", "w"], outputs=["dw"], flops=1e4)
+    b.kernel("sgd", op="sgd", inputs=["w", "dw"], outputs=["w"], flops=1e4)
+    if metric:
+        b.tensor("metric", nbytes=2 * nbytes, kind=TensorKind.OUTPUT)
+        b.kernel("metric", op="metric", inputs=["loss"], outputs=["metric"], flops=1e4)
+    return b.build()
+
+
+def sgd_plan(graph, system, *, stale_copy: bool = False) -> Plan:
+    """``w`` leaves dram after ``fwd`` for pmm and comes back before ``bwd``; ``sgd`` updates it
+    in dram. Everything else lives in dram (``loss`` in pmm). No offsets: assign them.
+
+    ``stale_copy``: ``w`` begins in pmm as well, and its copy there lives to the end without
+    the update: not a steady state (the next step would copy the old value back from pmm).
+    """
+    residencies = [
+        Residency("x", "dram", 0, 0),
+        Residency("w", "dram", 0, 0),
+        Residency("w", "pmm", 0, 3) if stale_copy else Residency("w", "pmm", 1, 2),
+        Residency("w", "dram", 2, 3),
+        Residency("a", "dram", 0, 1),
+        Residency("loss", "pmm", 1, 3),
+        Residency("ga", "dram", 1, 2),
+        Residency("dw", "dram", 2, 3),
+    ]
+    moves = [*(() if stale_copy else [Move("w", "dram", "pmm", 1)]), Move("w", "pmm", "dram", 2)]
+    return make_plan(graph, system, residencies=residencies, moves=moves, planner="test/sgd")
+
+
+
+def pmm_home_plan(graph, system) -> Plan:
+    """For ``sgd_step(metric=True)``: ``w`` lives in pmm, is brought to dram before ``bwd``,
+    updated there, and copied back to pmm before ``metric``: it begins and ends the step in
+    pmm (unbounded: the executor gives the offsets) in two residencies."""
+    residencies = [
+        Residency("x", "dram", 0, 0, 0),
+        Residency("w", "pmm", 0, 1),
+        Residency("w", "dram", 2, 3, 0),
+        Residency("w", "pmm", 4, 4),
+        Residency("a", "dram", 0, 1, MIB),
+        Residency("loss", "pmm", 1, 4),
+        Residency("ga", "dram", 1, 2, 2 * MIB),
+        Residency("dw", "dram", 2, 3, MIB),
+        Residency("metric", "pmm", 4, 4),
+    ]
+    moves = [Move("w", "pmm", "dram", 2), Move("w", "dram", "pmm", 4)]
+    return make_plan(graph, system, residencies=residencies, moves=moves, planner="test/home")

@@ -23,6 +23,15 @@ tight, so a query costs a few binary searches per list.
 
 Storage is preallocated: a node's union never has more runs than items
 inserted into it, which is counted before placing anything.
+
+Partners: an item may have a partner (``partner[i] = j`` and ``partner[j] = i``)
+of the same size with a disjoint time span, which must get the same offset: a
+tensor that exists before the step and survives it, held in a pool at the
+step's start and again (in another residency) at its end, where the next step
+finds it. The pair is placed when the first of the two comes in the order, at
+the lowest address free during both spans: the blocking lists of both spans'
+canonical nodes go into one query, so the jumps over them alternate between
+the spans until none blocks.
 """
 
 from __future__ import annotations
@@ -42,21 +51,31 @@ def _count_node(v, i, cover_n, below_n, stamp):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _count(start, end, size, leaves, cover_n, below_n, stamp):  # pragma: no cover - compiled
+def _canonical(first, last, leaves, canon, n_canon):  # pragma: no cover - compiled
+    """Append the canonical nodes tiling ``[first, last]`` to ``canon``; return the new count."""
+    lo = first + leaves
+    hi = last + leaves + 1
+    while lo < hi:
+        if lo & 1:
+            canon[n_canon] = lo
+            n_canon += 1
+            lo += 1
+        if hi & 1:
+            hi -= 1
+            canon[n_canon] = hi
+            n_canon += 1
+        lo >>= 1
+        hi >>= 1
+    return n_canon
+
+
+@numba.njit(cache=True)
+def _count(start, end, size, leaves, cover_n, below_n, stamp, canon):  # pragma: no cover
     for i in range(len(start)):
         if size[i] == 0:
             continue
-        lo = start[i] + leaves
-        hi = end[i] + leaves + 1
-        while lo < hi:
-            if lo & 1:
-                _count_node(lo, i, cover_n, below_n, stamp)
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                _count_node(hi, i, cover_n, below_n, stamp)
-            lo >>= 1
-            hi >>= 1
+        for c in range(_canonical(start[i], end[i], leaves, canon, 0)):
+            _count_node(canon[c], i, cover_n, below_n, stamp)
 
 
 @numba.njit(cache=True)
@@ -116,21 +135,29 @@ def _advance(run_lo, run_hi, base, n, y, s):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def lowest_fit(start, end, size, order, n_times):  # pragma: no cover - compiled
+def lowest_fit(start, end, size, order, n_times, partner):  # pragma: no cover - compiled
     """Offsets of items placed in ``order``, each at its lowest fitting address.
 
     ``start``/``end``: inclusive time spans in ``0 .. n_times-1``; ``size``:
-    bytes (items of size 0 get offset 0 and block nothing). All int64 arrays.
+    bytes (items of size 0 get offset 0 and block nothing); ``partner``: the
+    item that must share each item's offset (same size, disjoint span), or -1.
+    A pair is placed when the first of the two comes in ``order``. All int64 arrays.
     """
     n = len(start)
     leaves = 1
+    levels = 1
     while leaves < max(n_times, 1):
         leaves <<= 1
+        levels += 1
     nodes = 2 * leaves
+    # A span has at most 2 canonical nodes per level, and as many distinct strict ancestors.
+    canon = np.empty(4 * levels, np.int64)
+    list_node = np.empty(8 * levels, np.int64)
+    list_cover = np.empty(8 * levels, np.bool_)
     cover_n = np.zeros(nodes, np.int64)
     below_n = np.zeros(nodes, np.int64)
     stamp = np.full(nodes, -1, np.int64)
-    _count(start, end, size, leaves, cover_n, below_n, stamp)
+    _count(start, end, size, leaves, cover_n, below_n, stamp, canon)
     cover_base = np.zeros(nodes + 1, np.int64)
     below_base = np.zeros(nodes + 1, np.int64)
     cover_base[1:] = np.cumsum(cover_n)
@@ -143,28 +170,18 @@ def lowest_fit(start, end, size, order, n_times):  # pragma: no cover - compiled
     below_len = np.zeros(nodes, np.int64)
     stamp[:] = -1
     seen = np.full(nodes, -1, np.int64)
-    canon = np.empty(128, np.int64)
-    list_node = np.empty(256, np.int64)
-    list_cover = np.empty(256, np.bool_)
+    placed = np.zeros(n, np.bool_)
     offsets = np.zeros(n, np.int64)
     for i in order:
         s = size[i]
-        if s == 0:
+        if s == 0 or placed[i]:
             continue
-        n_canon = 0
-        lo = start[i] + leaves
-        hi = end[i] + leaves + 1
-        while lo < hi:
-            if lo & 1:
-                canon[n_canon] = lo
-                n_canon += 1
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                canon[n_canon] = hi
-                n_canon += 1
-            lo >>= 1
-            hi >>= 1
+        j = partner[i]
+        n_canon = _canonical(start[i], end[i], leaves, canon, 0)
+        if j >= 0:
+            n_canon = _canonical(start[j], end[j], leaves, canon, n_canon)
+        # The blocking lists of every canonical node (of both spans, for a pair) and of each
+        # distinct strict ancestor; ``seen`` (stamped with i for both spans) keeps them unique.
         m = 0
         for c in range(n_canon):
             v = canon[c]
@@ -182,10 +199,10 @@ def lowest_fit(start, end, size, order, n_times):  # pragma: no cover - compiled
                 u >>= 1
         y = 0
         stable = 0
-        j = 0
+        k = 0
         while stable < m:
-            v = list_node[j]
-            if list_cover[j]:
+            v = list_node[k]
+            if list_cover[k]:
                 moved = _advance(cover_lo, cover_hi, cover_base[v], cover_len[v], y, s)
             else:
                 moved = _advance(below_lo, below_hi, below_base[v], below_len[v], y, s)
@@ -194,10 +211,14 @@ def lowest_fit(start, end, size, order, n_times):  # pragma: no cover - compiled
                 stable = 1
             else:
                 stable += 1
-            j += 1
-            if j == m:
-                j = 0
+            k += 1
+            if k == m:
+                k = 0
         offsets[i] = y
+        placed[i] = True
+        if j >= 0:
+            offsets[j] = y
+            placed[j] = True
         for c in range(n_canon):
             v = canon[c]
             cover_len[v] = _insert(cover_lo, cover_hi, cover_base[v], cover_len[v], y, y + s)

@@ -7,6 +7,11 @@ to the alignment. Rectangles present at the same time must not share an
 address. Heuristic: lowest-fit placement (each item at the lowest address free
 during its whole span) in a few orders, keeping the lowest packing. Lower
 bound: the most aligned bytes present at any one time. See docs/addresses.md.
+
+A plan is one step of a training loop: a tensor that exists before the step
+and survives it (parameter, optimizer state, constant), held in a pool from
+kernel 0 by one residency and at the last kernel by another, gets one offset
+for both, so that the next step finds it where this one left it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import attrs
 import numpy as np
 
 from autotm_core.addresses.records import OffsetAssignment, Overflow, PoolPacking
-from autotm_core.arrays import IntArray
+from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.errors import PlanError, UsageError, summarize_problems
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -67,6 +72,10 @@ def assign_offsets(
     rows = np.arange(len(arrays.res_index))
     start, end = half_step_spans(arrays, rows)
     live = graph.liveness
+    persistent = np.zeros(len(graph.tensors), dtype=np.bool_)
+    for t in np.unique(arrays.res_tensor[arrays.res_first == 0]).tolist():
+        kind = graph.tensors[t].kind
+        persistent[t] = kind.exists_before_step and kind.survives_step
     size = _align(live.nbytes[arrays.res_tensor], alignment_nbytes)
     n_times = 2 * arrays.n_kernels
     offsets = np.full(len(rows), -1, dtype=np.int64)
@@ -79,6 +88,15 @@ def assign_offsets(
             continue
         mine = np.flatnonzero(arrays.res_pool == p)
         item_start, item_end, item_size = start[mine], end[mine], size[mine]
+        partner = wrap_partners(
+            arrays.res_tensor[mine],
+            arrays.res_first[mine],
+            arrays.res_last[mine],
+            item_start,
+            item_end,
+            persistent=persistent,
+            n_kernels=arrays.n_kernels,
+        )
         kernels = np.zeros(0, dtype=np.int64)
         if p == 0:
             kernels = np.flatnonzero(live.workspace_nbytes > 0)
@@ -87,11 +105,12 @@ def assign_offsets(
             item_size = np.concatenate(
                 [item_size, _align(live.workspace_nbytes[kernels], alignment_nbytes)]
             )
+            partner = np.concatenate([partner, np.full(len(kernels), -1, dtype=np.int64)])
         bound = lower_bound(item_start, item_end, item_size, n_times)
         best: tuple[int, str, IntArray] | None = None
         for name in orders:
             order = ORDERS[name](item_start, item_end, item_size).astype(np.int64)
-            placed = lowest_fit(item_start, item_end, item_size, order, n_times)
+            placed = lowest_fit(item_start, item_end, item_size, order, n_times, partner)
             height = int((placed + item_size).max()) if len(placed) else 0
             logger.debug("pool %s, order %s: height %d, bound %d", pool.name, name, height, bound)
             if best is None or height < best[0]:
@@ -100,7 +119,10 @@ def assign_offsets(
                 break
         assert best is not None  # orders is not empty (checked above)
         height, name, placed = best
-        packings.append(PoolPacking(pool.name, capacity, height, bound, name, len(item_size)))
+        pairs = int(np.count_nonzero(partner >= 0)) // 2
+        packings.append(
+            PoolPacking(pool.name, capacity, height, bound, name, len(item_size), pairs)
+        )
         if height > capacity:
             overflows.append(
                 _overflow(pool.name, capacity, item_start, item_end, item_size, placed)
@@ -128,6 +150,38 @@ def assign_offsets(
         alignment_nbytes,
         workspace_offsets,
     )
+
+
+def wrap_partners(
+    tensor: IntArray,
+    first: IntArray,
+    last: IntArray,
+    start: IntArray,
+    end: IntArray,
+    *,
+    persistent: BoolArray,
+    n_kernels: int,
+) -> IntArray:
+    """For each residency of one pool, the one that must share its offset, or -1.
+
+    ``tensor``, ``first``, ``last``: each residency's tensor position and kernels;
+    ``start``, ``end``: its half-step span; ``persistent``: per tensor position,
+    whether it exists before the step and survives it. A persistent tensor's
+    residency beginning at kernel 0 and its other residency covering the last
+    kernel are partners: the next step finds the tensor where this one leaves it.
+    Spans that touch (a copy out of the pool and one back into it at the same
+    boundary) cannot share addresses and are left unpaired.
+    """
+    partner = np.full(len(tensor), -1, dtype=np.int64)
+    keep = persistent[tensor] if len(tensor) else np.zeros(0, dtype=np.bool_)
+    begins = np.flatnonzero(keep & (first == 0))
+    ends = np.flatnonzero(keep & (last == n_kernels - 1) & (first > 0))
+    _, b, e = np.intersect1d(tensor[begins], tensor[ends], return_indices=True)
+    b, e = begins[b], ends[e]
+    apart = end[b] < start[e]
+    partner[b[apart]] = e[apart]
+    partner[e[apart]] = b[apart]
+    return partner
 
 
 def lower_bound(start: IntArray, end: IntArray, size: IntArray, n_times: int) -> int:

@@ -37,6 +37,9 @@ class PoolPacking:
     """The placement order that gave this height (see ``ORDERS``)."""
     items: int = attrs.field(validator=_non_negative)
     """Residencies packed, plus kernel workspaces in the fastest pool."""
+    pairs: int = attrs.field(default=0, validator=_non_negative)
+    """Tensors held here both from the step's first kernel and at its last by two residencies,
+    placed at one offset (the next step finds them where this one leaves them)."""
 
     @property
     def fragmentation_nbytes(self) -> int:

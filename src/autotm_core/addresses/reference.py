@@ -6,31 +6,39 @@ from collections.abc import Sequence
 
 
 def lowest_fit(
-    start: Sequence[int], end: Sequence[int], size: Sequence[int], order: Sequence[int]
+    start: Sequence[int],
+    end: Sequence[int],
+    size: Sequence[int],
+    order: Sequence[int],
+    partner: Sequence[int] | None = None,
 ) -> list[int]:
     """Offsets of items placed in ``order``, each at its lowest fitting address.
 
     Same contract as :func:`autotm_core.addresses.lowest_fit.lowest_fit`:
-    inclusive time spans, items of size 0 get offset 0 and block nothing.
+    inclusive time spans, items of size 0 get offset 0 and block nothing, an
+    item and its partner (``partner[i]``, -1 for none) get one offset, free
+    during both spans, when the first of them comes in ``order``.
     """
     offsets = [0] * len(start)
     placed: list[int] = []
     for i in order:
         i = int(i)
-        if size[i] == 0:
+        if size[i] == 0 or i in placed:
             continue
+        group = [i] if partner is None or partner[i] < 0 else [i, int(partner[i])]
         blocking = sorted(
             (offsets[j], offsets[j] + size[j])
             for j in placed
-            if start[j] <= end[i] and start[i] <= end[j]
+            if any(start[j] <= end[g] and start[g] <= end[j] for g in group)
         )
         y = 0
         for low, high in blocking:
             if low >= y + size[i]:
                 break
             y = max(y, high)
-        offsets[i] = y
-        placed.append(i)
+        for g in group:
+            offsets[g] = y
+            placed.append(g)
     return offsets
 
 

@@ -2,10 +2,12 @@
 
 - Each pool gets a NUMA node: ``bind`` (an override), else its ``numa_node``,
   else the first allowed node, with a note (a pool without a node, or on a
-  device this executor cannot reach).
+  device this executor cannot reach; with ``fit_machine``, also a node this
+  machine does not have).
 - Each pool gets one arena of its size: the plan's capacity for a bounded pool,
   whose residencies must all carry offsets that fit (else :class:`ExecutionError`
-  before running); for an unbounded pool, the highest end of its residencies,
+  before running), or with ``fit_machine`` only the bytes the plan uses of it;
+  for an unbounded pool, the highest end of its residencies,
   after packing the ones without offsets above those with one (lowest-fit, by
   :func:`autotm_core.addresses.packing.assign_offsets`).
 - A kernel's workspace lives in the fastest pool: at the offset the plan's
@@ -50,9 +52,13 @@ class Layout:
 
 
 def resolve_nodes(
-    system: MemorySystem, bind: Mapping[str, int] | None = None
+    system: MemorySystem, bind: Mapping[str, int] | None = None, *, fit_machine: bool = False
 ) -> tuple[list[int], list[str]]:
-    """NUMA node of each pool (``bind`` first, then ``numa_node``) and notes on the defaults."""
+    """NUMA node of each pool (``bind`` first, then ``numa_node``) and notes on the defaults.
+
+    With ``fit_machine`` a ``numa_node`` this process may not use means the first
+    allowed node (with a note), not an error; a ``bind`` is always checked.
+    """
     bind = dict(bind or {})
     for name in bind:
         system.pool(name)  # an unknown pool name is a MemorySystemError naming the pools
@@ -61,6 +67,10 @@ def resolve_nodes(
     for pool in system.pools:
         if pool.name in bind:
             nodes.append(check_node(bind[pool.name], who=f"--bind {pool.name}"))
+        elif fit_machine and pool.numa_node is not None and pool.numa_node not in allowed_nodes():
+            notes.append(f"pool {pool.name!r} names NUMA node {pool.numa_node}, which this "
+                         f"machine does not let this process use; bound to node {default}")
+            nodes.append(default)
         elif pool.numa_node is not None:
             nodes.append(check_node(pool.numa_node, who=f"pool {pool.name!r}"))
         else:
@@ -77,17 +87,29 @@ def plan_layout(
     *,
     bind: Mapping[str, int] | None = None,
     arena_nbytes: Mapping[str, int] | None = None,
+    fit_machine: bool = False,
 ) -> Layout:
     """The arenas and addresses of ``plan`` (verified beforehand) on this machine.
 
     ``arena_nbytes`` shrinks the arena of a bounded pool below its capacity (a
     768 GB PMM pool on a small machine); it must still hold every offset the plan uses.
+    ``fit_machine`` binds pools whose node this machine lacks to one it has and makes
+    each bounded pool's arena (unless ``arena_nbytes`` names it) only as large as the
+    bytes the plan uses of it, each with a note: a preset's plan runs on a small machine.
     """
     arena_nbytes = dict(arena_nbytes or {})
     for name in arena_nbytes:
         system.pool(name)
-    nodes, notes = resolve_nodes(system, bind)
+    nodes, notes = resolve_nodes(system, bind, fit_machine=fit_machine)
     capacities = plan_capacities(plan, system)
+    workspaces, scratch = _workspaces(plan, graph, capacities[0], len(system.pools))
+    if fit_machine:
+        used = _workspace_top(graph, workspaces)
+        for p, pool in enumerate(system.pools):
+            if pool.name not in arena_nbytes and capacities[p] is not None:
+                top = max(_used(plan, graph, pool.name), used if p == 0 else 0, 1)
+                if top < capacities[p]:  # type: ignore[operator]
+                    arena_nbytes[pool.name] = top
     pool_of = {pool.name: i for i, pool in enumerate(system.pools)}
     nbytes = {t.name: t.nbytes for t in graph.tensors}
     places: list[tuple[int, int] | None] = [None] * len(plan.residencies)
@@ -132,13 +154,25 @@ def plan_layout(
                          f"an offset were packed (lowest fit); its arena is {format_bytes(top)}")
         sizes.append(top)
     requests = [ArenaRequest(pool.name, sizes[p], nodes[p]) for p, pool in enumerate(system.pools)]
-    workspaces, scratch = _workspaces(plan, graph, capacities[0], len(system.pools))
     if scratch:
         requests.append(ArenaRequest(SCRATCH, scratch, nodes[0]))
         notes.append(f"{sum(1 for a, _ in workspaces.values() if a == len(system.pools))} kernel "
                      f"workspaces have no address in the plan; they use a {format_bytes(scratch)} "
                      f"scratch arena on node {nodes[0]}, outside pool {system.pools[0].name!r}")
     return Layout(tuple(requests), tuple(places), workspaces, tuple(notes))  # type: ignore[arg-type]
+
+
+def _used(plan: Plan, graph: Graph, pool: str) -> int:
+    """The highest byte the residencies in ``pool`` reach (their offsets given)."""
+    nbytes = {t.name: t.nbytes for t in graph.tensors}
+    return max(((r.offset or 0) + nbytes[r.tensor] for r in plan.residencies if r.pool == pool),
+               default=0)
+
+
+def _workspace_top(graph: Graph, places: Mapping[int, tuple[int, int]]) -> int:
+    """The highest byte the workspaces placed in the fastest pool (arena 0) reach."""
+    return max((offset + graph.kernels[k].workspace_nbytes
+                for k, (arena, offset) in places.items() if arena == 0), default=0)
 
 
 def _bounded(plan: Plan, rows: list[int], nbytes: dict[str, int], pool: str, capacity: int) -> int:

@@ -10,8 +10,15 @@ Everything is resolved here, once, so the loop only indexes lists:
   starts and joined before the first later kernel that touches the tensor or
   moves it again, and at the latest just after its source residency ends (its
   memory may then be reused);
-- tensors that exist before the step are written with their initial bytes in
-  every residency they start in (not those a move fills);
+- the plan is one step of a loop, run again and again: tensors that exist
+  before the step are written with their initial bytes in every residency they
+  start in (not those a move fills) before the first step only; before every
+  later step only the inputs are written, with that step's data
+  (:func:`arrival`). A tensor that exists before the step and survives it
+  (parameter, optimizer state, constant) is never written between steps: the
+  next step reads it where this one leaves it, so each residency it starts in
+  must be the place of the residency in the same pool covering the last kernel
+  (:class:`~autotm_core.errors.ExecutionError` otherwise);
 - the final bytes of a surviving tensor are those of its last writer: the pool
   its last kernel wrote it to, or the last move into a pool after that.
 """
@@ -37,10 +44,27 @@ ARENA, OFFSET, NBYTES, SEED, KIND = range(5)
 """Columns of a program row (before linking to a space)."""
 
 
+_STEP_SEED = 0x9E3779B97F4A7C15
+"""Odd constant mixed into an input's seed per step (splitmix64's increment)."""
+
+
 def seed_of(name: str) -> int:
     """A stable signed 64-bit seed for a tensor or workspace name."""
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little",
                           signed=True)
+
+
+def arrival(rows: IntArray, step: int) -> IntArray:
+    """Linked rows (address, nbytes, seed, kind) of the data arriving before step ``step``.
+
+    Step 0 gets the rows as they are; each later step its own data: every seed
+    combined with the step number, so a kernel reading last step's input reads
+    different bytes.
+    """
+    out = rows.copy()
+    mixed = (step * _STEP_SEED) & 0xFFFFFFFFFFFFFFFF
+    out[:, 2] ^= np.int64(mixed - (1 << 64) if mixed >> 63 else mixed)
+    return out
 
 
 @attrs.frozen(slots=True)
@@ -74,7 +98,11 @@ class Program:
     joins: tuple[tuple[int, ...], ...]
     """Moves (positions in ``plan.moves``) to wait for before each kernel."""
     initial: IntArray
-    """``(i, 5)`` rows written with their tensor's initial bytes before each repetition."""
+    """``(i, 5)`` rows written with their tensor's initial bytes before the first step: every
+    residency a tensor existing before the step starts in (not one a move fills)."""
+    arriving: IntArray
+    """``(a, 5)`` the rows of :attr:`initial` that are inputs: written again before every
+    later step, with that step's data (:func:`arrival`)."""
     final: IntArray
     """``(f, 5)`` rows holding the final bytes of each surviving tensor."""
     final_tensors: tuple[str, ...]
@@ -155,12 +183,18 @@ def build_program(
         joins[join].append(j)
 
     initial: list[tuple[int, int, int, int, int]] = []
+    arriving: list[tuple[int, int, int, int, int]] = []
     producer = graph.liveness.producer
     for i, r in enumerate(plan.residencies):
         t = graph.tensor_index[r.tensor]
         if producer[t] < 0 and r.first == 0 and i not in landed:
             arena, offset = layout.residency_places[i]
-            initial.append((arena, offset, nbytes[r.tensor], seed_of(r.tensor), WRITE))
+            row = (arena, offset, nbytes[r.tensor], seed_of(r.tensor), WRITE)
+            initial.append(row)
+            if graph.tensors[t].kind.survives_step:
+                _check_carried(plan, layout, i, spans.get((r.tensor, r.pool), ()), n)
+            else:
+                arriving.append(row)
             last_write.setdefault(r.tensor, (-1, 1, r.pool))
     final, final_tensors = [], []
     for tensor in graph.tensors:
@@ -179,8 +213,30 @@ def build_program(
         rows=_table(rows), kernel_ptr=np.asarray(ptr, dtype=np.int64),
         iterations=np.rint(np.asarray(flops, dtype=np.float64) * scale).astype(np.int64),
         sync=tuple(map(tuple, sync)), asynchronous=tuple(map(tuple, asyn)),
-        joins=tuple(map(tuple, joins)), initial=_table(initial), final=_table(final),
+        joins=tuple(map(tuple, joins)), initial=_table(initial), arriving=_table(arriving),
+        final=_table(final),
         final_tensors=tuple(final_tensors),
+    )
+
+
+def _check_carried(
+    plan: Plan, layout: Layout, start: int, rows: Sequence[tuple[int, int, int]], n: int
+) -> None:
+    """Residency ``start`` (kernel 0) of a tensor living on is where the step leaves it."""
+    r = plan.residencies[start]
+    end = next((i for first, last, i in rows if first <= n - 1 <= last), None)
+    place = layout.residency_places[start]
+    if end is not None and layout.residency_places[end] == place:
+        return
+    left = ("no residency of it there covers the last kernel" if end is None else
+            f"the step leaves it at offset {layout.residency_places[end][1]} "
+            f"(residencies[{end}])")
+    raise ExecutionError(
+        f"tensor {r.tensor!r} begins the step in pool {r.pool!r} at offset {place[1]} "
+        f"(residencies[{start}]), but {left}: the next step would not find it there",
+        hint="a plan is one step of a training loop: verify it ('python -m autotm_core verify'); "
+        "a tensor that exists before and after the step must end it current where it began, "
+        "at the same offset (autotm_core.addresses.assign_offsets places it so)",
     )
 
 

@@ -36,6 +36,9 @@ class ReplayCheck:
     """First kernel that read different bytes (-1 when none did)."""
     tensors: tuple[str, ...]
     """Surviving tensors whose final bytes differ."""
+    step: int = -1
+    """Step of the loop in which :attr:`first_kernel` read different bytes (0: the untimed
+    first step, then each timed repetition); -1 when none did."""
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -83,7 +86,8 @@ class ExecutionReport:
     async_copy_seconds: float
     """Median time per step the copy thread spent copying."""
     digests: U64Array
-    """``(n,)`` hash of the bytes each kernel read (last repetition)."""
+    """``(n,)`` hash of the bytes each kernel read (last repetition; the check compares
+    every step's)."""
     final_digests: dict[str, int]
     """Digest of each surviving tensor's final bytes."""
     check: ReplayCheck | None
