@@ -2,9 +2,10 @@
 
     python benchmarks/paper_eval.py                      # the quick grid, about 20 min
     python benchmarks/paper_eval.py --grid full-depth --time-limit 300
+    python benchmarks/paper_eval.py --grid deep --docs docs/deep   # ResNet-200, DenseNet-264
     python benchmarks/paper_eval.py --report-only        # rewrite docs/results.md
 
-``--grid`` names a grid of ``benchmarks/grids/`` (quick, full-depth, paper) or any grid
+``--grid`` names a grid of ``benchmarks/grids/`` (quick, full-depth, paper, deep) or any grid
 file. Planning is ``python -m autotm_core sweep --grid FILE -o RESULTS``: every finished
 point is written to the results file (default docs/results-GRID.json), so an interrupted
 run resumes where it stopped.
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from autotm_core.cli.main import main as cli
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--grid", default="quick", help="quick (default), full-depth, paper, "
+    parser.add_argument("--grid", default="quick", help="quick (default), full-depth, paper, deep, "
                         "or a grid file")
     parser.add_argument("--only", action="append", metavar="EXPERIMENT",
                         help="run only this experiment (repeatable)")

@@ -15,8 +15,8 @@ from autotm_core.zoo.catalog import NETWORKS, parse_spec
 GRID_FILES = sorted(GRIDS.glob("*.json"))
 
 
-def test_the_three_grids_are_there() -> None:
-    assert [p.stem for p in GRID_FILES] == ["full-depth", "paper", "quick"]
+def test_the_four_grids_are_there() -> None:
+    assert [p.stem for p in GRID_FILES] == ["deep", "full-depth", "paper", "quick"]
 
 
 @pytest.mark.parametrize("path", GRID_FILES, ids=lambda p: p.stem)

@@ -20,10 +20,9 @@ def _json(argv: list[str], capsys: pytest.CaptureFixture[str]):  # type: ignore[
 @pytest.mark.slow
 @pytest.mark.highs
 def test_every_command_plans_a_point_the_same_way(capsys: pytest.CaptureFixture[str]) -> None:
-    # cnn at 1:1 needs a second address-fitting round: a command that skipped the fitting
-    # (as sweep and compare once did) would report the first round's unfitted plan
+    # every command fits addresses as solve does (sweep and compare once skipped it)
     outcome = plan(load_problem("example:cnn", "optane-2019", limit="1:1"), "synchronous")
-    assert outcome.addresses is not None and len(outcome.addresses.rounds) == 2
+    assert outcome.addresses is not None and outcome.addresses.fits
     solve = _json(["solve", *POINT, "--json"], capsys)
     compare = _json(["compare", *POINT, "--planners", "synchronous,greedy", "--json"], capsys)
     sweep = _json(["sweep", "example:cnn", "--system", "optane-2019", "--ratios", "1:1",

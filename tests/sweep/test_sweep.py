@@ -65,6 +65,30 @@ def test_ilp_point_is_no_worse_than_its_warm_start() -> None:
     assert static.step_seconds <= first_touch.step_seconds * (1 + 1e-9)
 
 
+def test_richer_formulation_never_reports_a_slower_step_whatever_the_order() -> None:
+    points = sweep_points(graphs=["example:mlp"], system="optane-2019",
+                          planners=["synchronous", "greedy", "static"], limits=["1:1", "4:1"],
+                          time_limit_seconds=20)
+    results = run_sweep(points)
+    assert [r.point for r in results.points] == points  # reported in the sweep's order
+    step = {(r.point.planner, r.point.limit): r.step_seconds for r in results.points}
+    for limit in ("1:1", "4:1"):
+        assert step["synchronous", limit] <= step["static", limit] * (1 + 1e-12)
+        assert step["synchronous", limit] <= step["greedy", limit] * (1 + 1e-12)
+
+
+def test_points_of_a_graph_are_planned_baselines_first_then_simplest_formulation() -> None:
+    from autotm_core.sweep.run import _simplest_first
+
+    points = sweep_points(graphs=["example:mlp", "example:cnn"], system="optane-2019",
+                          planners=["asynchronous", "greedy", "synchronous", "static"],
+                          limits=["1:1", "4:1"])
+    order = [(p.graph, p.planner, p.limit) for p in _simplest_first(points)]
+    assert order == [(g, planner, limit) for g in ("example:mlp", "example:cnn")
+                     for planner in ("greedy", "static", "synchronous", "asynchronous")
+                     for limit in ("1:1", "4:1")]
+
+
 def test_too_little_memory_is_a_point_without_plan() -> None:
     point = sweep_points(graphs=["example:cnn"], system="optane-2019", planners=["first-touch"],
                          limits=["1KiB"])[0]

@@ -42,7 +42,14 @@ class SolveStats:
     """What kind of solution the plan is: ``"optimal"`` (within the gap asked for) or
     ``"feasible"``."""
     proven_optimal: bool
-    """Whether the plan is proven optimal within the gap asked for."""
+    """Whether the plan is proven optimal within the gap asked for, among every plan the rules
+    allow (false whenever :attr:`restrictions` is not empty)."""
+    optimal_in_model: bool
+    """Whether the plan is proven optimal within the gap among the plans the model can
+    express (the solver's claim; :attr:`restrictions` says how the model is narrower)."""
+    restrictions: tuple[str, ...]
+    """One line per way the model is narrower than the plan rules for this problem
+    (:func:`~autotm_core.ilp.restrictions.model_restrictions`)."""
     interrupted: bool
     """Whether Ctrl-C stopped the solver (the plan is the best found before)."""
     objective_seconds: float | None
@@ -117,8 +124,10 @@ class Outcome:
     step_seconds: float
     """Predicted step time: the simulator's, or for 2LM the cache model's."""
     source: str
-    """Where the plan came from: ``"ilp"``, ``"ilp by stretches"``, ``"greedy"`` (the
-    approximate planner's fallback) or the baseline's name."""
+    """Where the plan came from: ``"ilp"`` (the asked formulation's own solve), ``"ilp by
+    stretches"``, ``"ilp, static formulation"`` (a simpler formulation's plan the richer
+    solve did not beat), a baseline's name (a held baseline plan it did not beat, or the
+    approximate planner's fallback; for a baseline planner, its own name)."""
     plan_seconds: float
     """Wall seconds to plan, verify and simulate."""
     solve: SolveStats | None = None
@@ -131,6 +140,9 @@ class Outcome:
     """The exact reductions applied (approximate planning only)."""
     cache: CacheResult | None = None
     """The 2LM cache model's result (2LM only): its per-kernel times and hit rate."""
+    note: str = ""
+    """Why the plan returned is not the asked formulation's own solve's, when it is not (a
+    simpler formulation's plan, or a held plan, the solve did not beat)."""
 
     @property
     def all_fast_seconds(self) -> float | None:

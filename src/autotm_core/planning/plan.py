@@ -15,13 +15,12 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import attrs
 
 from autotm_core.errors import UsageError
 from autotm_core.planning.mode import PlanMode, resolve_mode
-from autotm_core.planning.outcome import Addresses, ModelSize, Outcome, SolveStats
+from autotm_core.planning.outcome import Outcome
 from autotm_core.planning.planners import Planner, get_planner
 from autotm_core.planning.problem import Problem
 from autotm_core.plans.model import Plan
@@ -32,8 +31,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_RELATIVE_GAP = 0.01
 """Relative gap at which an ILP solve stops (the paper's 1%)."""
-DEFAULT_APPROXIMATE_SECONDS = 60.0
-"""The approximate planner's time budget when no time limit is given."""
 DEFAULT_MAX_ROUNDS = 8
 """Address-fitting solves before giving up."""
 
@@ -101,38 +98,17 @@ def plan(
     started = time.perf_counter()
     if not chosen.is_ilp:
         return _baseline(problem, chosen, cache or CacheOptions(), started)
-    from autotm_core.ilp.options import FormulationOptions
+    from autotm_core.planning.ilp import IlpSettings, plan_ilp
     from autotm_core.plugins import get_solver
 
     backend = get_solver(solver)  # fail now, saying what to install, rather than after building
-    assert chosen.formulation is not None  # every ILP planner has one
-    options = FormulationOptions(formulation=chosen.formulation, pin_to_fast=pin_to_fast)
-    settings: dict[str, Any] = dict(costs=problem.costs, options=options, solver=backend,
-                                    relative_gap=relative_gap)
-    graph, system = problem.graph, problem.limited_system
-    if resolve_mode(graph, mode) is PlanMode.APPROXIMATE:
-        from autotm_core.ilp.approximate import plan_approximate
-
-        say(f"planning {graph.name} ({len(graph.kernels):,} kernels) approximately, "
-            "warm-started from greedy")
-        budget = time_limit_seconds or DEFAULT_APPROXIMATE_SECONDS
-        return _approximate(problem, chosen, plan_approximate(
-            graph, system, time_budget_seconds=budget, **settings), started)
-    settings.update(time_limit_seconds=time_limit_seconds, start_plans=tuple(warm_starts))
-    say(f"building the {chosen.name} model of {graph.name} ({len(graph.kernels):,} kernels)")
-    if not addresses:
-        from autotm_core.ilp.planner import plan_graph
-
-        return _exact(problem, chosen, plan_graph(graph, system, **settings), None, started)
-    from autotm_core.ilp.fitting import plan_with_addresses
-
-    fitted = plan_with_addresses(
-        graph, system, max_rounds=max_rounds,
-        on_round=lambda r: say(f"round {r.round}: the packing " + (
-            "fits" if r.fits else "overflows; re-solving with tightened limits")),
-        **settings)
-    fitting = Addresses(fits=fitted.fits, rounds=fitted.rounds, assignment=fitted.assignment)
-    return _exact(problem, chosen, fitted.result, fitting, started, plan=fitted.plan)
+    settings = IlpSettings(
+        mode=resolve_mode(problem.graph, mode), addresses=addresses, solver=backend,
+        time_limit_seconds=time_limit_seconds, relative_gap=relative_gap, max_rounds=max_rounds,
+        pin_to_fast=pin_to_fast,
+        # pages are the allocator's: sizes round to them only when addresses are fitted
+        page_nbytes=PAGE_NBYTES if addresses else 1)
+    return plan_ilp(problem, chosen, settings, warm_starts=warm_starts, say=say)
 
 
 def _baseline(problem: Problem, planner: Planner, cache: CacheOptions,
@@ -145,9 +121,9 @@ def _baseline(problem: Problem, planner: Planner, cache: CacheOptions,
     model = None
     if planner.name == "2lm":
         plan_, model = two_level_plan(graph, system, line_nbytes=cache.line_nbytes,
-                                      ways=cache.ways, warm=cache.warm)
+                                      ways=cache.ways, warm=cache.warm, costs=problem.costs)
     else:
-        plan_ = run_baseline(planner.name, graph, system)
+        plan_ = run_baseline(planner.name, graph, system, costs=problem.costs)
     check_plan(plan_, graph, system)
     simulation = simulate(plan_, graph, system, problem.costs)
     # 2LM's plan moves nothing: its time is the cache model's, not the simulator's
@@ -155,51 +131,3 @@ def _baseline(problem: Problem, planner: Planner, cache: CacheOptions,
     return Outcome(problem=problem, planner=planner, plan=plan_, simulation=simulation,
                    step_seconds=float(step), source=planner.name, cache=model,
                    plan_seconds=time.perf_counter() - started)
-
-
-_NOT_PROVEN = frozenset({"time_limit", "interrupted", "iteration_limit", "unknown", "error"})
-"""Terminations after which a loaded plan is the best found, not a proven one."""
-
-
-def _exact(problem: Problem, planner: Planner, result: Any, fitting: Addresses | None,
-           started: float, *, plan: Plan | None = None) -> Outcome:
-    solve = result.solve
-    termination = solve.termination.value
-    gap = solve.gap if solve.gap is not None and math.isfinite(solve.gap) else None
-    stats = SolveStats(
-        solver=solve.solver_name, solver_version=solve.solver_version, mode=PlanMode.EXACT,
-        termination=termination, status=solve.status.value,
-        proven_optimal=solve.status.value == "optimal" and termination not in _NOT_PROVEN,
-        interrupted=termination == "interrupted", objective_seconds=result.objective_seconds,
-        bound_seconds=result.bound_seconds,
-        bound_source="" if result.bound_seconds is None else "solver", gap=gap,
-        build_seconds=result.build_seconds, handoff_seconds=solve.handoff_seconds,
-        solve_seconds=solve.solve_seconds, warm_started=result.warm_started)
-    size = ModelSize(formulation=str(planner.name), variables=result.n_variables,
-                     binaries=result.n_binaries, constraints=result.n_constraints,
-                     nonzeros=result.n_nonzeros)
-    return Outcome(problem=problem, planner=planner, plan=result.plan if plan is None else plan,
-                   simulation=result.simulation, step_seconds=result.step_seconds, source="ilp",
-                   solve=stats, model=size, addresses=fitting,
-                   plan_seconds=time.perf_counter() - started)
-
-
-_SOURCES = {"ilp": "ilp", "rolling": "ilp by stretches", "greedy": "greedy"}
-"""The approximate planner's sources, as outcomes name them."""
-
-
-def _approximate(problem: Problem, planner: Planner, result: Any, started: float) -> Outcome:
-    stats = SolveStats(
-        solver=result.solver_name, solver_version=result.solver_version,
-        mode=PlanMode.APPROXIMATE, termination=result.termination, status="feasible",
-        proven_optimal=False,
-        interrupted=False, objective_seconds=result.step_seconds,
-        bound_seconds=result.bound_seconds, bound_source=result.bound_source, gap=result.gap,
-        build_seconds=result.build_seconds + result.greedy_seconds, handoff_seconds=0.0,
-        solve_seconds=result.solve_seconds, warm_started=True)
-    size = ModelSize(formulation=str(planner.name), variables=result.n_variables,
-                     binaries=result.n_binaries, constraints=None, nonzeros=result.n_nonzeros)
-    return Outcome(problem=problem, planner=planner, plan=result.plan,
-                   simulation=result.simulation, step_seconds=result.step_seconds,
-                   source=_SOURCES.get(result.source, result.source), solve=stats, model=size,
-                   reductions=result.reductions, plan_seconds=time.perf_counter() - started)

@@ -70,15 +70,15 @@ class Problem:
         """
         if "all_fast_seconds" not in self.memo:
             from autotm_core.baselines import all_fast
-            from autotm_core.errors import PlanError
+            from autotm_core.errors import CapacityError, PlanError
             from autotm_core.simulation import simulate
 
             unbounded = self.system.with_capacity(self.system.fast.name, None)
             try:
                 seconds: float | None = float(simulate(
-                    all_fast(self.graph, unbounded), self.graph, unbounded,
+                    all_fast(self.graph, unbounded, costs=self.costs), self.graph, unbounded,
                     self.costs).step_seconds)
-            except PlanError as exc:
+            except (PlanError, CapacityError) as exc:
                 logger.info("no all-fast time: %s", exc.message)
                 seconds = None
             self.memo["all_fast_seconds"] = seconds

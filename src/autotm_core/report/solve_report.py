@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
 
 from autotm_core.planning import Comparison, Outcome, PlanMode
@@ -46,7 +47,8 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
     facts["solve"] = {
         "solver": s.solver, "solver_version": s.solver_version, "mode": s.mode.value,
         "termination": s.termination, "status": s.status,
-        "proven_optimal": s.proven_optimal, "interrupted": s.interrupted,
+        "proven_optimal": s.proven_optimal, "optimal_in_model": s.optimal_in_model,
+        "restrictions": list(s.restrictions), "interrupted": s.interrupted,
         "objective_seconds": s.objective_seconds, "bound_seconds": s.bound_seconds,
         "bound_source": s.bound_source or None, "gap": s.gap,
         "build_seconds": s.build_seconds, "handoff_seconds": s.handoff_seconds,
@@ -56,6 +58,7 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
                       "binaries": m.binaries, "constraints": m.constraints,
                       "nonzeros": m.nonzeros}
     facts["plan_source"] = outcome.source
+    facts["note"] = outcome.note or None
     facts["plan_seconds"] = outcome.plan_seconds
     facts["reductions"] = None if outcome.reductions is None else outcome.reductions.summary()
     a = outcome.addresses
@@ -82,7 +85,10 @@ def _head(outcome: Outcome) -> Table:
     head.add_column(style="bold")
     head.add_column()
     status = s.termination.replace("_", " ")
-    if not s.proven_optimal:
+    if s.optimal_in_model and s.restrictions:
+        status += (" — optimal within the model's restrictions (below), not among every plan "
+                   "the rules allow")
+    elif not s.proven_optimal:
         status += " — [bold yellow]not proven optimal[/]: the best plan found"
         if s.interrupted:
             status += " before Ctrl-C"
@@ -91,6 +97,10 @@ def _head(outcome: Outcome) -> Table:
         solver += f", approximate planning: the plan is from {outcome.source}"
     head.add_row("solver", solver)
     head.add_row("termination", status)
+    if outcome.note:
+        head.add_row("plan", f"from {outcome.source}: {escape(outcome.note)}")
+    for i, restriction in enumerate(s.restrictions):
+        head.add_row("restrictions" if i == 0 else "", f"- {escape(restriction)}")
     if s.objective_seconds is not None:
         head.add_row("objective", format_seconds(s.objective_seconds))
     if s.bound_seconds is not None:

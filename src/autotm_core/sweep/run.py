@@ -5,7 +5,13 @@ executor (:mod:`autotm_core.sweep.parallel` makes local-process and Dask ones);
 either way the results come back in the sweep's order and are the same. Each
 ILP point is warm-started from the best of the greedy baseline's plan and, when
 points run in this process, the plan of the previous point of the same graph and
-planner (its neighbour in the sweep; it is used when it fits the new limit).
+planner (its neighbour in the sweep; it is used when it fits the new limit) and
+every plan already made at the same point (graph, system and limit) by another
+planner. In this process the points of one graph run baselines first, then the
+ILP's formulations from the simplest (static, synchronous, asynchronous), so a
+richer formulation is offered the simpler ones' plans and never reports a
+slower step than they did (every static plan is a synchronous plan, and every
+synchronous plan an asynchronous one).
 With a results file, every finished point is written to it at once; a rerun with
 the same file skips the points already in it.
 """
@@ -88,12 +94,15 @@ def run_sweep(
     try:
         if executor is None:
             neighbour: dict[tuple[str, ...], Plan] = {}
-            for p in todo:
+            at_point: dict[tuple[str, ...], list[Plan]] = {}
+            for p in _simplest_first(todo):
                 line = (p.graph, p.system, p.planner, p.solver, p.mode)
-                start = (neighbour[line],) if line in neighbour else ()
+                same = at_point.setdefault((p.graph, p.system, p.limit), [])
+                start = ((neighbour[line],) if line in neighbour else ()) + tuple(same)
                 result, plan = plan_point(p, start_plans=start)
                 if plan is not None:
                     neighbour[line] = plan
+                    same.append(plan)
                 finished(result)
         else:
             _run_on(executor, todo, finished)
@@ -102,6 +111,23 @@ def run_sweep(
         logger.warning("sweep interrupted: %d of %d points finished", len(done), len(points))
     ordered = [done[p.key] for p in points if p.key in done]
     return SweepResults(points=ordered, interrupted=interrupted, n_planned=len(points))
+
+
+def _simplest_first(points: Sequence[SweepPoint]) -> list[SweepPoint]:
+    """``points`` with each graph's baselines first, then its ILP formulations from the
+    simplest; otherwise in the order given (limits keep theirs)."""
+    from autotm_core.planning.ilp import CHAIN
+
+    graphs: dict[tuple[str, str], int] = {}
+    for p in points:
+        graphs.setdefault((p.graph, p.system), len(graphs))
+
+    def rank(p: SweepPoint) -> tuple[int, int]:
+        formulation = get_planner(p.planner).formulation
+        return graphs[p.graph, p.system], 0 if formulation is None else 1 + CHAIN.index(
+            formulation)
+
+    return sorted(points, key=rank)
 
 
 def _run_on(executor: concurrent.futures.Executor, todo: Iterable[SweepPoint],
