@@ -1,0 +1,202 @@
+"""Issue 14, facts 3, 4, 6 and 7, through the planning API and the command line: richer
+formulations are never worse, static plans never move, the baselines respect a bounded slow
+pool, and a cost table that leaves out a kernel's all-fast configuration still plans.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from autotm_core.costs import costs_to_document, roofline_costs
+from autotm_core.errors import AutotmError, CapacityError
+from autotm_core.ir import Graph, GraphBuilder
+from autotm_core.planning import Outcome, load_problem, plan
+from autotm_core.presets import preset
+from autotm_core.sources import load_source
+
+from .harness import cli, describe
+from .rules import check
+from .space import FORMULATIONS
+from .test_adversarial import assert_label_honest
+from .tiny import PAGE, random_case, two_pools
+
+TOLERANCE = 1e-9
+
+
+# -- fact 3: a richer formulation is never worse, nor is its bound above a simpler plan --------
+
+
+@pytest.mark.highs
+@pytest.mark.slow
+@pytest.mark.parametrize("addresses", [True, False])
+def test_cnn_one_to_one_is_monotone(addresses: bool) -> None:
+    problem = load_problem("example:cnn", "optane-2019", limit="1:1")
+    found = {f: plan(problem, f, mode="exact", addresses=addresses) for f in FORMULATIONS}
+    for outcome in found.values():
+        assert not check(outcome.plan, problem.graph, problem.limited_system)
+    static, sync, asyn = (found[f] for f in FORMULATIONS)
+    assert sync.step_seconds <= static.step_seconds * (1 + TOLERANCE)
+    assert asyn.step_seconds <= sync.step_seconds * (1 + TOLERANCE)
+    for richer, simpler in ((sync, static), (asyn, sync)):
+        bound = richer.solve.bound_seconds if richer.solve else None
+        assert bound is None or bound <= simpler.step_seconds * (1 + TOLERANCE), (
+            f"{richer.planner.name}'s bound {bound} is above a plan it allows "
+            f"({simpler.step_seconds})")
+
+
+# -- fact 4: the paper's workload plans ---------------------------------------------------------
+
+
+@pytest.mark.highs
+@pytest.mark.slow
+def test_resnet50_batch_64_static_plans() -> None:
+    problem = load_problem("zoo:resnet50:batch=64", "optane-2019", limit="4:1")
+    outcome = plan(problem, "static", time_limit_seconds=300)
+    assert not outcome.plan.moves
+
+
+# -- fact 6: a static plan never moves; "proven optimal" is never beaten by greedy -------------
+
+
+@pytest.mark.highs
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["exact", "approximate"])
+@pytest.mark.parametrize("ratio", ["1:1", "4:1", "8:1"])
+def test_static_plans_never_move(mode: str, ratio: str) -> None:
+    problem = load_problem("example:cnn", "optane-2019", limit=ratio)
+    outcome = plan(problem, "static", mode=mode, time_limit_seconds=2)
+    assert not outcome.plan.moves, f"a static plan with {len(outcome.plan.moves)} moves"
+
+
+@pytest.mark.highs
+@pytest.mark.slow
+@pytest.mark.parametrize("ratio", ["1:1", "4:1"])
+def test_proven_optimal_is_not_beaten_by_greedy(ratio: str) -> None:
+    problem = load_problem("example:cnn", "optane-2019", limit=ratio)
+    greedy = plan(problem, "greedy").step_seconds
+    for formulation in ("synchronous", "asynchronous"):
+        outcome = plan(problem, formulation, mode="exact")
+        stats = outcome.solve
+        if stats is not None and stats.proven_optimal:
+            gap = stats.gap or 0.0
+            assert outcome.step_seconds * (1 - gap) <= greedy * (1 + TOLERANCE), (
+                f"{formulation}: 'proven optimal within {gap:.2%}' at {outcome.step_seconds}, "
+                f"greedy's plan takes {greedy}")
+
+
+# -- fact 7: baselines on a bounded slow pool -------------------------------------------------
+
+
+def _limited(graph: Graph | str, fast: int, slow: int) -> dict:
+    system = two_pools() if isinstance(graph, Graph) else preset("optane-2019")
+    names = [p.name for p in system.pools]
+    return dict(graph=graph, system=system, limit=f"{names[0]}={fast},{names[1]}={slow}")
+
+
+def _valid_or_capacity_error(planner: str, problem_args: dict) -> Outcome | None:
+    problem = load_problem(**problem_args)
+    try:
+        outcome = plan(problem, planner)
+    except CapacityError:
+        return None
+    violations = check(outcome.plan, problem.graph, problem.limited_system)
+    assert not violations, f"{planner}: {violations}\n{describe(outcome.plan)}"
+    return outcome
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_greedy_respects_a_tight_slow_pool_on_tiny_steps(seed: int) -> None:
+    case = random_case(1000 + seed, bounded_slow=True)
+    fast, slow = (p.capacity_nbytes or 0 for p in case.system.pools)
+    for planner in ("greedy", "first-touch"):
+        _valid_or_capacity_error(planner, _limited(case.graph, fast, slow))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["example:mlp", "example:cnn"])
+def test_greedy_respects_a_tight_slow_pool(source: str) -> None:
+    graph = load_source(source)
+    peak = int(graph.liveness.peak_nbytes)
+    rng = random.Random(source)
+    for _ in range(5):
+        fast = rng.randint(peak // 8, peak // 2)
+        slow = peak - fast + rng.randint(0, peak // 8)
+        _valid_or_capacity_error("greedy", _limited(source, fast, slow))
+
+
+@pytest.mark.parametrize("planner", ["all-slow", "2lm"])
+def test_a_slow_pool_too_small_is_a_capacity_error(planner: str) -> None:
+    peak = int(load_source("example:mlp").liveness.peak_nbytes)
+    problem = load_problem("example:mlp", "optane-2019", limit=f"pmm={peak // 2}")
+    with pytest.raises(CapacityError):
+        plan(problem, planner)
+
+
+# -- fact 7: a cost table without some kernel's all-fast configuration -------------------------
+
+
+def partial_table(graph: Graph, system_name: str, path: Path, *, kernel: int | None = None) -> int:
+    """A cost file of the roofline without one kernel's all-fast configuration; that kernel."""
+    system = preset(system_name) if system_name != "tiny-two" else two_pools()
+    document = costs_to_document(roofline_costs(graph, system), graph=graph, system=system)
+    fast = system.pools[0].name
+    if kernel is None:
+        kernel = max(range(len(graph.kernels)), key=lambda k: len(graph.kernels[k].tensors))
+    entry = document["kernels"][kernel]
+    entry["configs"] = [c for c in entry["configs"] if set(c["pools"].values()) != {fast}]
+    path.write_text(json.dumps(document))
+    return kernel
+
+
+@pytest.mark.highs
+@pytest.mark.slow
+def test_a_partial_table_plans_through_the_library(tmp_path: Path) -> None:
+    graph = load_source("example:mlp")
+    path = tmp_path / "costs.json"
+    kernel = partial_table(graph, "optane-2019", path)
+    problem = load_problem("example:mlp", "optane-2019", limit="4:1", costs_path=path)
+    for planner in (*FORMULATIONS, "greedy", "first-touch", "all-slow", "2lm"):
+        outcome = plan(problem, planner)
+        assert set(outcome.plan.configs[kernel]) != {"dram"}, planner
+    try:
+        plan(problem, "all-fast")
+    except AutotmError as exc:
+        assert exc.hint, "all-fast cannot be priced: the error should say what to do"
+
+
+@pytest.mark.highs
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [
+    ["solve", "--formulation", "static"], ["solve"], ["solve", "--formulation", "asynchronous"],
+    ["baseline", "--planner", "greedy"], ["baseline", "--planner", "first-touch"],
+    ["baseline", "--planner", "all-slow"], ["baseline", "--planner", "2lm"]])
+def test_a_partial_table_plans_from_the_command_line(tmp_path: Path, command: list[str]) -> None:
+    path = tmp_path / "costs.json"
+    partial_table(load_source("example:mlp"), "optane-2019", path)
+    status, output = cli([*command, "example:mlp", "--system", "optane-2019", "--ratio", "4:1",
+                          "--costs", str(path)])
+    assert status == 0, output
+
+
+def table_choice_step() -> Graph:
+    """k1's table lets it read ``a`` only from the slow pool; k2..k4 want it fast."""
+    b = GraphBuilder("tiny")
+    b.tensor("a", nbytes=256 * PAGE)
+    b.kernel("k0", op="layer", outputs=["a"], flops=1e5)
+    for k in range(1, 5):
+        b.kernel(f"k{k}", op="layer", inputs=["a"], flops=1e5)
+    return b.build()
+
+
+@pytest.mark.highs
+def test_a_table_kernel_may_use_a_slower_copy(tmp_path: Path) -> None:
+    """The rules let k1 read the clean slow copy while the fast one stays; the ILP's label
+    must not claim optimality if it cannot."""
+    graph = table_choice_step()
+    path = tmp_path / "costs.json"
+    partial_table(graph, "tiny-two", path, kernel=1)
+    assert_label_honest(graph, two_pools(), "synchronous", costs_path=path)
