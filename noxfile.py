@@ -24,7 +24,7 @@ def tests(session: nox.Session) -> None:
     """The test suite (pass pytest options after --, e.g. ``nox -s tests -- -k liveness``)."""
     session.install("-e", ".[test]")
     # the torch plugin; "+cpu" insists on torch's CPU build, never a multi-GB CUDA one
-    session.install("-e", "plugins/autotm-torch", "torch==2.13.0+cpu")
+    session.install("-e", "plugins/autotm-torch[test]", "torch==2.13.0+cpu")
     session.install("-e", "plugins/autotm-onnx")  # the ONNX plugin (pulls onnx)
     session.run(
         "pytest", "tests", "plugins/autotm-torch/tests", "plugins/autotm-onnx/tests",

@@ -76,3 +76,21 @@ def test_without_torch_the_frontend_says_what_to_install(monkeypatch, capsys):
     assert main(["plugins"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "torch is not installed" in out
+
+
+def test_keyword_inputs_and_the_models_own_loss_from_the_command_line(tmp_path):
+    out = tmp_path / "g.json"
+    assert main(["import", "torch", f"{MODELS}:keyword_factory", "--option", "loss=output",
+                 "--batch-size", "3", "-o", str(out)]) == 0
+    graph = load_graph(out)
+    assert graph.tensor("input:input_ids").shape == (3, 5)
+    assert graph.tensor("input:labels").kind is TensorKind.INPUT
+
+
+def test_debug_shows_the_traceback_of_a_frontend_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["import", "torch", f"{MODELS}:data_dependent_factory", "-o", "x.json"]
+    assert main(["--debug", *argv]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "torch_models.py" in err  # down to the model's own line
+    assert "error: cannot capture DataDependent" in err

@@ -84,3 +84,82 @@ def mlp_tuple_factory(batch_size: int = 4):
 def data_dependent_factory(batch_size: int = 4):
     model = DataDependent()
     return model, (torch.randn(batch_size, 8),), None, "sgd"
+
+
+class Residual(nn.Module):
+    """A residual MLP block: four times wider inside."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.up = nn.Linear(width, 4 * width)
+        self.down = nn.Linear(4 * width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(torch.relu(self.up(x)))
+
+
+class CheckpointedMLP(nn.Module):
+    """An input layer, then residual blocks, each recomputed in the backward pass when
+    ``reentrant`` is ``True`` or ``False`` (``torch.utils.checkpoint``), kept when ``None``."""
+
+    def __init__(self, width: int = 32, depth: int = 3, reentrant: bool | None = None) -> None:
+        super().__init__()
+        self.inp = nn.Linear(8, width)
+        self.blocks = nn.ModuleList(Residual(width) for _ in range(depth))
+        self.out = nn.Linear(width, 4)
+        self.reentrant = reentrant
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.utils.checkpoint import checkpoint
+
+        h = self.inp(x)
+        for block in self.blocks:
+            if self.reentrant is None:
+                h = block(h)
+            else:
+                h = checkpoint(block, h, use_reentrant=self.reentrant)
+        return self.out(h)
+
+
+class KeywordModel(nn.Module):
+    """Takes keyword arguments as a Hugging Face model does, and computes its own loss."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(16, 8)
+        self.head = nn.Linear(8, 16)
+
+    def forward(self, input_ids, attention_mask=None, labels=None, scale: float = 1.0):
+        h = self.embed(input_ids) * scale
+        if attention_mask is not None:
+            h = h * attention_mask.unsqueeze(-1)
+        logits = self.head(h)
+        loss = None
+        if labels is not None:
+            loss = nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+        return {"loss": loss, "logits": logits} if loss is not None else {"logits": logits}
+
+
+def keyword_batch(batch_size: int = 2, tokens: int = 5) -> dict[str, torch.Tensor]:
+    ids = torch.randint(0, 16, (batch_size, tokens))
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": ids.clone()}
+
+
+def checkpointed_factory(batch_size: int = 4, reentrant: bool | None = None):
+    """A checkpointed MLP's training step for the command line (``--option reentrant=false``;
+    ``none``: no checkpointing)."""
+    torch.manual_seed(0)
+    model = CheckpointedMLP(reentrant=reentrant)
+    return {
+        "model": model,
+        "example_inputs": (torch.randn(batch_size, 8),),
+        "loss": nn.CrossEntropyLoss(),
+        "targets": (torch.randint(0, 4, (batch_size,)),),
+        "optimizer": "adam",
+    }
+
+
+def keyword_factory(batch_size: int = 2):
+    """A model taking a batch as keyword arguments; no loss: ``--option loss=output``."""
+    return {"model": KeywordModel(), "example_inputs": keyword_batch(batch_size),
+            "optimizer": "adam"}

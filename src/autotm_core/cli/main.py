@@ -62,13 +62,19 @@ def run_reporting_errors(action: Callable[[], int | None], *, debug: bool = Fals
     """Run ``action``; the exit status, every error reported the command line's way.
 
     An :class:`~autotm_core.errors.AutotmError` becomes one ``error:`` line and a
-    ``hint:`` line (status 1), Ctrl-C status 130, and any other exception an
-    ``internal error:`` line (status 3; re-raised with ``debug``).
+    ``hint:`` line (status 1; with ``debug``, after its traceback and the one of what
+    caused it, e.g. a model's own error a frontend reports), Ctrl-C status 130, and any
+    other exception an ``internal error:`` line (status 3; re-raised with ``debug``).
     """
     errors = Console(stderr=True, highlight=False)
     try:
         return int(action() or 0)
     except AutotmError as exc:
+        if debug:
+            import traceback
+
+            errors.print(_escape("".join(traceback.format_exception(exc)).rstrip()),
+                         soft_wrap=True)
         errors.print(f"[bold red]error:[/] {_escape(exc.message)}", soft_wrap=True)
         if exc.hint:
             errors.print(f"[dim]hint:[/] {_escape(exc.hint)}", soft_wrap=True)

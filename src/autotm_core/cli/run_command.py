@@ -1,9 +1,24 @@
-"""``run PLAN --graph G --system S``: execute a plan on real memory pools and measure it."""
+"""``run PLAN --graph G --system S``: execute a plan on real memory pools and measure it.
+
+The kernels are autotm-core's replay kernels, or with ``--kernels FRONTEND:SPEC``
+the real ones of a frontend plugin that can run its captures. Such a frontend
+has a method :data:`RUN_HOOK` (the torch plugin's, docs/torch-execution.md)::
+
+    run_plan(spec, *, plan, graph, system, repeat, bind, arena_nbytes,
+             predicted_seconds, predicted_step_seconds, progress, **options)
+        -> autotm_core.executor.ExecutionReport
+
+It captures ``spec`` again with ``options`` (as ``import FRONTEND SPEC`` would),
+checks that the capture is ``graph``, runs ``plan`` with the real kernels in
+arenas fitted to this machine (``plan_layout(..., fit_machine=True)``) and
+reports measured time next to the predictions it is given.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -15,13 +30,24 @@ from autotm_core.cli.options import (
     parse_pairs,
     plan_inputs,
 )
+from autotm_core.errors import UsageError
+
+if TYPE_CHECKING:
+    from autotm_core.ir import Graph
+    from autotm_core.memory import MemorySystem
 
 DESCRIPTION = """\
 Verify a plan, make one NUMA-bound, pre-faulted arena per pool, run the graph's replay
-kernels with the plan's placements and copies (asynchronous ones on a copy thread), and
-report measured against predicted time per kernel and in total. The bytes read are checked
-against a replay with every tensor in one pool."""
+kernels (or with --kernels FRONTEND:SPEC a frontend's real kernels, e.g. PyTorch's) with the
+plan's placements and copies (asynchronous ones on a copy thread), and report measured
+against predicted time per kernel and in total. The bytes the replay kernels read are
+checked against a replay with every tensor in one pool; real kernels are checked against
+the framework's own step."""
 """What ``run --help`` says the command does."""
+RUN_HOOK = "run_plan"
+"""The method of a frontend plugin that runs a plan with its own kernels (module doc)."""
+LONG_RUN_SECONDS = 10.0
+"""A replay expected to compute longer than this in all is announced before it starts."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,13 +59,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="timed repetitions of the step, after one warm-up (default 5)")
     parser.add_argument("--costs", metavar="FILE",
                         help="a kernel cost file for the prediction (default: the roofline)")
+    parser.add_argument("--kernels", default="replay", metavar="KERNELS",
+                        help="what runs each kernel: 'replay' (default: synthetic kernels that "
+                        "compute at this CPU's speed, see --flops-scale) or FRONTEND:SPEC, a "
+                        "frontend that captures SPEC again and runs its real kernels, e.g. "
+                        "torch:models.py:factory (implies --fit-machine)")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option for the frontend of --kernels, as for import (repeatable)")
+    parser.add_argument("--batch-size", type=int, metavar="N",
+                        help="batch size for the frontend of --kernels, as for import")
     parser.add_argument("--bind", action="append", default=[], metavar="POOL=NODE",
                         help="bind a pool to this NUMA node instead of the system's (repeatable)")
     parser.add_argument("--arena", action="append", default=[], metavar="POOL=SIZE",
                         help="make a bounded pool's arena this size instead of its capacity; it "
                         "must hold the plan's offsets (repeatable), e.g. pmm=1GiB")
+    parser.add_argument("--fit-machine", action="store_true",
+                        help="bind pools to the NUMA nodes this machine has where the system "
+                        "names others, and make bounded pools' arenas as large as the plan uses")
     parser.add_argument("--flops-scale", type=float, default=1.0, metavar="X",
-                        help="scale every kernel's compute (default 1)")
+                        help="scale every replay kernel's compute (default 1)")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the comparison with the one-pool replay")
     add_json(parser)
@@ -51,24 +89,88 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import Progress
 
     from autotm_core.costs.resolve import resolve_costs
-    from autotm_core.executor.run import execute
+    from autotm_core.executor.run import execute, prediction
     from autotm_core.report.run_report import render_run, run_facts
     from autotm_core.units import parse_size
 
     bind = parse_pairs(args.bind, "--bind", int)
     arenas = parse_pairs(args.arena, "--arena", parse_size)
-    plan, graph, system = plan_inputs(args, check=False)  # execute verifies it
+    runner, spec, options = _frontend_kernels(args)
+    plan, graph, system = plan_inputs(args, check=False)  # the run verifies it
     costs = resolve_costs(graph, system, costs_path=args.costs)
     with Progress(console=console, transient=True, disable=args.json) as progress:
         task = progress.add_task("running the step", total=args.repeat)
-        report = execute(
-            plan, graph, system, repeat=args.repeat, costs=costs, bind=bind, arena_nbytes=arenas,
-            flops_scale=args.flops_scale, check=not args.no_check,
-            progress=lambda done, total: progress.update(task, completed=done),
-        )
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done)
+
+        if runner is None:
+            _announce_replay(graph, system, args)
+            report = execute(
+                plan, graph, system, repeat=args.repeat, costs=costs, bind=bind,
+                arena_nbytes=arenas, flops_scale=args.flops_scale, check=not args.no_check,
+                fit_machine=args.fit_machine, progress=advance,
+            )
+        else:
+            predicted, predicted_step = prediction(plan, graph, system, costs)
+            report = runner(spec, plan=plan, graph=graph, system=system, repeat=args.repeat,
+                            bind=bind, arena_nbytes=arenas, predicted_seconds=predicted,
+                            predicted_step_seconds=predicted_step, progress=advance, **options)
     facts = run_facts(report, top=max(0, args.top))
     if args.json:
         console.print_json(json.dumps(facts))
     else:
         console.print(render_run(facts))
     return 0 if report.check is None or report.check.matches else 1
+
+
+def _frontend_kernels(args: argparse.Namespace) -> tuple[Any, str, dict[str, object]]:
+    """The run hook, SPEC and options of ``--kernels FRONTEND:SPEC`` (no hook: replay)."""
+    from autotm_core.cli.import_command import parse_options
+    from autotm_core.plugins import get_frontend
+
+    options: dict[str, object] = dict(parse_options(args.option))
+    if args.batch_size is not None:
+        options["batch_size"] = args.batch_size
+    if args.kernels == "replay":
+        if options:
+            raise UsageError("--option and --batch-size are for the frontend of --kernels",
+                             hint="give --kernels FRONTEND:SPEC, or leave them out")
+        return None, "", options
+    name, sep, spec = args.kernels.partition(":")
+    if not sep or not name or not spec:
+        raise UsageError(f"--kernels {args.kernels!r} is neither 'replay' nor FRONTEND:SPEC",
+                         hint="e.g. --kernels torch:models.py:factory")
+    if args.flops_scale != 1.0 or args.no_check:
+        raise UsageError("--flops-scale and --no-check apply to replay kernels only",
+                         hint=f"leave them out with --kernels {args.kernels}")
+    runner = getattr(get_frontend(name), RUN_HOOK, None)
+    if not callable(runner):
+        raise UsageError(f"frontend {name!r} cannot run plans with its own kernels (it has no "
+                         f"{RUN_HOOK}())", hint="use --kernels replay")
+    return runner, spec, options
+
+
+def _announce_replay(graph: Graph, system: MemorySystem, args: argparse.Namespace) -> None:
+    """Say how long the replay kernels will compute before a long run starts, and how to make
+    them compute for the time the system predicts."""
+    from autotm_core.calibration.measure import compute_rate
+    from autotm_core.costs import estimate_flops
+    from autotm_core.units import format_seconds
+
+    flops = float(estimate_flops(graph).flops.sum()) * args.flops_scale
+    if flops <= 0:
+        return
+    rate = compute_rate(iterations=1 << 20, repeat=3)
+    per_step = flops / rate
+    if per_step * (args.repeat + 1) < LONG_RUN_SECONDS:
+        return
+    scale = args.flops_scale * rate / system.flops_per_second
+    runs = f"{args.repeat} repetition{'s' if args.repeat > 1 else ''}"
+    Console(stderr=True, highlight=False).print(
+        f"note: the replay kernels compute at this CPU's {rate / 1e9:,.3g} GFLOP/s "
+        f"({system.name} assumes {system.flops_per_second / 1e9:,.0f} GFLOP/s): about "
+        f"{format_seconds(per_step)} of compute per step, "
+        f"{format_seconds(per_step * (args.repeat + 1))} for {runs} and a warm-up; "
+        f"--flops-scale {scale:.3g} makes them compute for the time the system takes, and "
+        "'calibrate -o system.json' measures this machine as a system", soft_wrap=True)

@@ -8,6 +8,7 @@ private torch name.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ import torch.compiler
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
+    FakeTensorDeviceMismatchError,
     FakeTensorMode,
     UnsupportedOperatorException,
 )
@@ -32,6 +34,8 @@ DYNAMIC_SHAPE_ERRORS = (DynamicOutputShapeException,)
 """Raised by an op whose output shape depends on tensor values (``nonzero``, ``unique``)."""
 UNSUPPORTED_OP_ERRORS = (UnsupportedOperatorException,)
 """Raised by an op that has no fake-tensor (meta) implementation."""
+DEVICE_MISMATCH_ERRORS = (FakeTensorDeviceMismatchError,)
+"""Raised by an op given tensors on two devices (a model on ``meta``, inputs on the CPU)."""
 
 
 def new_fake_mode() -> FakeTensorMode:
@@ -39,9 +43,50 @@ def new_fake_mode() -> FakeTensorMode:
     return FakeTensorMode(allow_non_fake_inputs=True)
 
 
-def to_fake(mode: FakeTensorMode, tensor: torch.Tensor) -> torch.Tensor:
-    """A fake copy of ``tensor`` (same shape, dtype, strides and device; no data)."""
-    return mode.from_tensor(tensor)
+def to_fake(
+    mode: FakeTensorMode, tensor: torch.Tensor, device: torch.device | None = None
+) -> torch.Tensor:
+    """A fake copy of ``tensor`` (same shape, dtype and strides; no data), on ``device``
+    (default: ``tensor``'s own), which needs no such device here: see :func:`fake_device_reason`.
+    """
+    if device is None or device == tensor.device:
+        return mode.from_tensor(tensor)
+    with mode:
+        fake = torch.empty_strided(tuple(tensor.shape), tuple(tensor.stride()),
+                                   dtype=tensor.dtype, device=device)
+    return fake.requires_grad_(tensor.requires_grad)
+
+
+def fake_device_reason(device: torch.device) -> str | None:
+    """Why this torch cannot trace on fake tensors of ``device``, or ``None`` when it can.
+
+    A CPU-only build makes fake CUDA tensors, but autograd aborts the process on them
+    (no device guard) and dispatch picks the CPU's kernels, so it is refused up front.
+    """
+    if device.type == "cuda" and not torch.backends.cuda.is_built():
+        return (f"this torch ({torch.__version__}) is a CPU-only build: it cannot trace for "
+                f"device {str(device)!r}, where kernels (scaled_dot_product_attention ...) are "
+                "chosen by the device")
+    if device.type not in ("cpu", "cuda", "meta"):
+        return f"tracing for device {str(device)!r} is not supported (cpu, cuda and meta are)"
+    return None
+
+
+def default_foreach(params: Sequence[torch.Tensor]) -> bool:
+    """Whether torch's optimizers would take their ``foreach`` path for real tensors on these
+    parameters' devices (on CUDA they do; fake tensors alone would never)."""
+    from torch.optim.optimizer import _get_foreach_kernels_supported_devices
+
+    devices = _get_foreach_kernels_supported_devices()
+    return bool(params) and all(p.device.type in devices for p in params)
+
+
+def compiled_original(model: Any) -> torch.nn.Module | None:
+    """The module ``torch.compile`` wrapped, when ``model`` is such a wrapper, else ``None``."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")  # not loaded: nothing compiled
+    if eval_frame is not None and isinstance(model, eval_frame.OptimizedModule):
+        return model._orig_mod  # type: ignore[no-any-return]
+    return None
 
 
 @contextlib.contextmanager
@@ -49,12 +94,14 @@ def traceable_library_paths() -> Iterator[None]:
     """Make library code take the paths it takes under ``torch.compile``.
 
     Optimizers then keep their step counters as tensors instead of calling
-    ``.item()`` (which no fake tensor can answer).
+    ``.item()`` (which no fake tensor can answer). Code compiled with
+    ``torch.compile`` runs eagerly meanwhile, so that its ATen ops are traced.
     """
     previous = torch.compiler._is_compiling_flag
     torch.compiler._is_compiling_flag = True
     try:
-        yield
+        with torch.compiler.set_stance("force_eager"):
+            yield
     finally:
         torch.compiler._is_compiling_flag = previous
 
@@ -101,6 +148,20 @@ def tree_leaves(value: Any) -> list[Any]:
     from torch.utils._pytree import tree_leaves as leaves
 
     return leaves(value)
+
+
+def tree_flatten(value: Any) -> tuple[list[Any], Any]:
+    """The leaves of a nested structure and its shape, for :func:`tree_unflatten`."""
+    from torch.utils._pytree import tree_flatten as flatten
+
+    return flatten(value)
+
+
+def tree_unflatten(leaves: Sequence[Any], spec: Any) -> Any:
+    """The structure ``spec`` describes, with ``leaves`` in it."""
+    from torch.utils._pytree import tree_unflatten as unflatten
+
+    return unflatten(list(leaves), spec)
 
 
 def tree_map(fn: Callable[[Any], Any], value: Any) -> Any:

@@ -4,14 +4,17 @@ The model's parameters and buffers, the optimizer's state, the inputs and the
 targets become the placeholders of one traced function, which runs the forward
 pass, the loss, ``loss.backward()`` and ``optimizer.step()`` (or only the
 forward pass under ``torch.no_grad()``). Tracing happens below autograd, so the
-backward pass and the optimizer's in-place updates appear as ATen ops. Each
-placeholder and each returned value comes with a :class:`Role` saying what it
+backward pass and the optimizer's in-place updates appear as ATen ops. The
+traced parameters stand in for the module's own for the whole step, backward
+included, so the recomputation of activation checkpointing reads them as the
+forward pass did. Each placeholder and each returned value comes with a :class:`Role` saying what it
 is; :mod:`autotm_torch.lower` turns the whole into an autotm-core graph.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -19,11 +22,15 @@ from typing import Any
 import attrs
 import torch
 
-from autotm_core.errors import UsageError
+from autotm_core.errors import PluginError, UsageError
 from autotm_core.ir import TensorKind
 from autotm_torch import _torch_internals as internals
 from autotm_torch.errors import explain_capture_failure
+from autotm_torch.inputs import example_inputs as example_inputs_of
+from autotm_torch.inputs import loss_function, output_tensors
 from autotm_torch.optimizers import build_optimizer, initialise_state, state_tensors
+
+logger = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -54,7 +61,7 @@ def _as_tuple(value: Any, what: str) -> tuple[torch.Tensor, ...]:
         if not isinstance(item, torch.Tensor):
             raise UsageError(
                 f"{what} #{i} is a {type(item).__name__}, not a tensor",
-                hint=f"give the {what} as a tensor or a tuple of tensors",
+                hint=f"give the {what}s as a tensor or a tuple of tensors",
             )
     return items
 
@@ -69,19 +76,73 @@ def _mode(model: torch.nn.Module, training: bool) -> Iterator[None]:
         model.train(was_training)
 
 
+class _Holder(torch.nn.Module):
+    """Holds the model, so that ``functional_call`` swaps its parameters for a whole step."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, body: Callable[[], Any]) -> Any:
+        return body()
+
+
+def _swapped(holder: _Holder, names: Sequence[str], values: Sequence[torch.Tensor],
+             body: Callable[[], Any]) -> Any:
+    """``body()`` with the model's parameters and buffers ``names`` replaced by ``values``.
+
+    The swap lasts for all of ``body``: the forward pass, the backward pass and what
+    activation checkpointing recomputes in it, so that recomputation reads the traced
+    parameters, not the module's real ones.
+    """
+    tensors = {f"model.{n}": v for n, v in zip(names, values, strict=True)}
+    return torch.func.functional_call(holder, tensors, (body,))
+
+
+def original_module(model: Any) -> Any:
+    """``model``, or the module it wraps when it was made by ``torch.compile`` (with a note)."""
+    original = internals.compiled_original(model)
+    if original is None:
+        return model
+    logger.warning("the model is a torch.compile wrapper: capturing the %s it compiles "
+                   "(_orig_mod) eagerly; the graph holds its ATen ops, not inductor's kernels",
+                   type(original).__name__)
+    return original
+
+
+def _device(device: Any) -> torch.device | None:
+    if device is None:
+        return None
+    try:
+        found = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise UsageError(f"device {device!r} is not a torch device: {exc}",
+                         hint="give e.g. device='cuda' or device='cpu'") from None
+    reason = internals.fake_device_reason(found)
+    if reason is not None:
+        raise PluginError(f"cannot capture for device {str(found)!r}: {reason}",
+                          hint="capture where torch has that device's build, or leave out "
+                          "device (a CPU trace)")
+    return found
+
+
 def capture(
     model: torch.nn.Module,
     example_inputs: Any,
     *,
-    loss: Callable[..., torch.Tensor] | None = None,
+    loss: Any = None,
     targets: Any = (),
     optimizer: Any = None,
+    device: Any = None,
 ) -> Traced:
     """Trace one training step (``optimizer`` given) or one inference pass (neither given).
 
-    ``loss(output, *targets)`` must return a scalar tensor; without ``loss`` a
-    training step minimises the sum of the model's output.
+    ``example_inputs`` are the model's positional arguments (a tensor or a tuple) or
+    its keyword arguments (a mapping, e.g. a Hugging Face batch); see
+    :mod:`autotm_torch.inputs`, which also says what ``loss`` may be. ``device``
+    traces on fake tensors of that device (e.g. ``"cuda"``) instead of the tensors' own.
     """
+    model = original_module(model)
     if not isinstance(model, torch.nn.Module):
         raise UsageError(
             f"the torch frontend captures a torch.nn.Module, not a {type(model).__name__}",
@@ -92,29 +153,36 @@ def capture(
             "a loss was given without an optimizer: a training step needs both",
             hint="pass optimizer=... (e.g. 'sgd' or 'adam'), or leave out the loss for inference",
         )
-    inputs = _as_tuple(example_inputs, "example input")
+    loss_fn = loss_function(loss)
+    batch = example_inputs_of(example_inputs)
     target_values = _as_tuple(targets, "target")
+    target_device = _device(device)
     mode = internals.new_fake_mode()
     named = [(f"param:{n}", t) for n, t in model.named_parameters()]
     named += [(f"buffer:{n}", t) for n, t in model.named_buffers()]
-    fake_of = {t: internals.to_fake(mode, t.detach()) for _, t in named}
+    fake_of = {t: internals.to_fake(mode, t.detach(), target_device) for _, t in named}
     for real, fake in fake_of.items():
         fake.requires_grad_(real.requires_grad and optimizer is not None)
     state = [fake_of[t] for _, t in named]
     roles = [Role(n, TensorKind.PARAMETER) for n, _ in named]
     module_names = [n.split(":", 1)[1] for n, _ in named]
-    data = [internals.to_fake(mode, t) for t in inputs + target_values]
-    data_roles = [Role(f"input:{i}", TensorKind.INPUT) for i in range(len(inputs))]
+    data = [internals.to_fake(mode, t, target_device) for t in batch.tensors + target_values]
+    data_roles = [Role(f"input:{name}", TensorKind.INPUT) for name in batch.names]
     data_roles += [Role(f"target:{i}", TensorKind.INPUT) for i in range(len(target_values))]
-    n_inputs = len(inputs)
+    n_inputs = len(batch.tensors)
     model_name = type(model).__name__
+    holder = _Holder(model)
+
+    def run_model(tensors: Sequence[torch.Tensor]) -> Any:
+        args, kwargs = batch.arguments(tensors)
+        return model(*args, **kwargs)
 
     if optimizer is None:
         def forward(*flat: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            params = dict(zip(module_names, flat[: len(state)], strict=True))
             with torch.no_grad():
-                out = torch.func.functional_call(model, params, flat[len(state) :])
-            return _output_tensors(out)
+                out = _swapped(holder, module_names, flat[: len(state)],
+                               lambda: run_model(flat[len(state):]))
+            return output_tensors(out)
 
         with _mode(model, False), explain_capture_failure(model_name):
             module = internals.trace(forward, state + data)
@@ -129,24 +197,25 @@ def capture(
         initialise_state(opt, mode)
     states = state_tensors(opt, names_of)
     state_roles = [Role(name, TensorKind.OPTIMIZER_STATE) for _, _, name, _ in states]
-    loss_fn = loss if loss is not None else _sum_loss
     n_state, n_opt = len(state), len(states)
     with_grad: list[torch.Tensor] = []
 
     def step(*flat: torch.Tensor) -> tuple[torch.Tensor, ...]:
         params, opt_state = flat[:n_state], flat[n_state : n_state + n_opt]
-        batch = flat[n_state + n_opt :]
+        batch_values = flat[n_state + n_opt :]
         traced = {id(fake): params[i] for i, fake in enumerate(state)}
-        with _swap_optimizer(opt, traced, states, opt_state):
-            out = torch.func.functional_call(
-                model, dict(zip(module_names, params, strict=True)), batch[:n_inputs]
-            )
-            value = loss_fn(out, *batch[n_inputs:])
+
+        def body() -> tuple[torch.Tensor, list[torch.Tensor]]:
+            value = loss_fn(run_model(batch_values[:n_inputs]), *batch_values[n_inputs:])
             _check_loss(value)
             value.backward()
             with_grad[:] = [p for p in trainable if traced[id(p)].grad is not None]
             grads = [traced[id(p)].grad for p in with_grad]
             opt.step()
+            return value, grads  # type: ignore[return-value]
+
+        with _swap_optimizer(opt, traced, states, opt_state):
+            value, grads = _swapped(holder, module_names, params, body)
         return (value, *grads)
 
     with _mode(model, True), explain_capture_failure(model_name):
@@ -182,10 +251,6 @@ def _swap_optimizer(
         opt.state = saved_state
 
 
-def _sum_loss(output: Any, *targets: torch.Tensor) -> torch.Tensor:
-    return sum(t.sum() for t in _output_tensors(output))  # type: ignore[return-value]
-
-
 def _check_loss(value: Any) -> None:
     if not isinstance(value, torch.Tensor) or value.numel() != 1:
         shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
@@ -194,6 +259,3 @@ def _check_loss(value: Any) -> None:
             hint="make loss(output, *targets) return a single-element tensor (reduce with .mean())",
         )
 
-
-def _output_tensors(out: Any) -> tuple[torch.Tensor, ...]:
-    return tuple(t for t in internals.tree_leaves(out) if isinstance(t, torch.Tensor))

@@ -45,19 +45,25 @@ def explain_capture_failure(what: str) -> Iterator[None]:
             f"{_at(exc)} (data-dependent control flow: .item(), bool(tensor), 'if tensor:' ...)",
             hint="make the control flow depend on shapes or Python values only, "
             "or move it out of the captured step",
-        ) from None
+        ) from exc
     except internals.DYNAMIC_SHAPE_ERRORS as exc:
         raise PluginError(
             f"cannot capture {what}: the output shape of op {_op_name(exc.func)} depends on "
             f"tensor values{_at(exc)}",
             hint="replace it by an op with a static output shape (e.g. torch.where with a mask)",
-        ) from None
+        ) from exc
     except internals.UNSUPPORTED_OP_ERRORS as exc:
         raise PluginError(
             f"cannot capture {what}: op {_op_name(exc.func)} has no fake-tensor implementation"
             f"{_at(exc)}",
             hint="replace the op, or register a fake kernel for it (torch.library.register_fake)",
-        ) from None
+        ) from exc
+    except internals.DEVICE_MISMATCH_ERRORS as exc:
+        raise PluginError(
+            f"cannot capture {what}: {_first_line(exc)}{_at(exc)}",
+            hint="put the model and the example inputs on one device, or give device=... "
+            "(--option device=cpu) to capture all of them for that device",
+        ) from exc
     except Exception as exc:
         raise PluginError(
             f"cannot capture {what}: {type(exc).__name__}: {_first_line(exc)}{_at(exc)}",

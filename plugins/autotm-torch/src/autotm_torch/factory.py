@@ -6,7 +6,8 @@ is called with ``batch_size=N`` when ``--batch-size`` is given and with every
 returns ``(model, example_inputs)``, ``(model, example_inputs, loss_fn)``,
 ``(model, example_inputs, loss_fn, optimizer)``, or a mapping with the keys
 ``model``, ``example_inputs`` and optionally ``loss``, ``targets``,
-``optimizer``.
+``optimizer``. ``example_inputs`` are positional (a tuple) or keyword (a
+mapping) arguments; ``loss`` may be ``"output"``, the model's own loss.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def _import(module_name: str, spec: str) -> Any:
     except ModuleNotFoundError as exc:
         raise UsageError(
             f"cannot import {module_name!r} for {spec!r}: {exc}", hint=SPEC_HINT
-        ) from None
+        ) from exc
     except Exception as exc:
         raise PluginError(
             f"importing {module_name!r} for {spec!r} failed: {type(exc).__name__}: {exc}",
@@ -80,7 +81,7 @@ def call(factory: Callable[..., Any], spec: str, options: Mapping[str, Any]) -> 
         raise UsageError(
             f"factory {spec!r} does not accept the options {sorted(options)}: {exc}",
             hint="give the factory keyword parameters for each --option (and batch_size)",
-        ) from None
+        ) from exc
     except Exception as exc:
         raise PluginError(
             f"factory {spec!r} failed: {type(exc).__name__}: {exc}",

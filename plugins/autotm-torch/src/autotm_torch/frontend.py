@@ -8,16 +8,44 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from autotm_core.errors import UsageError
+import attrs
+
+from autotm_core.errors import PluginError, UsageError
 from autotm_core.ir import Graph
+
+if TYPE_CHECKING:
+    from autotm_core.executor import ExecutionReport
+    from autotm_core.memory import MemorySystem
+    from autotm_core.plans import Plan
 
 REQUIRED_TORCH = "2.13.0"
 """The torch release the plugin is pinned to."""
 INSTALL_HINT = f"pip install torch=={REQUIRED_TORCH}"
 MODES = ("train", "inference")
 """Values of the ``mode`` option."""
+
+
+@attrs.frozen
+class Request:
+    """What to capture: a model, its example inputs and how its step runs."""
+
+    model: Any
+    """The ``torch.nn.Module`` (or a ``torch.compile`` wrapper of one)."""
+    example_inputs: Any
+    """Its positional (a tensor or tuple) or keyword (a mapping) arguments."""
+    loss: Any
+    """``loss(output, *targets)``, ``"output"`` (the model's own loss) or ``None``."""
+    targets: Any
+    """Tensors handed to the loss."""
+    optimizer: Any
+    """A name, an optimizer, its class or a callable ``params -> optimizer``; ``None``
+    for inference."""
+    name: str
+    """The graph's name."""
+    device: Any
+    """Device to trace for (``None``: the tensors' own)."""
 
 
 class TorchFrontend:
@@ -44,7 +72,38 @@ class TorchFrontend:
             )
         return None
 
-    def load(
+    def load(self, source: Any, example_inputs: Any = None, **options: Any) -> Graph:
+        """The graph of one step of ``source``.
+
+        ``source`` is a ``torch.nn.Module`` (with ``example_inputs``) or a
+        factory spec ``package.module:function`` called with ``batch_size`` and
+        the options that are not the frontend's own (see docs/frontends-torch.md).
+        The frontend's options: ``loss``, ``targets``, ``optimizer`` (a name: sgd,
+        sgd-momentum, adam, adamw; an optimizer class or callable ``params ->
+        optimizer``, or an instance), ``mode`` (``"train"`` or ``"inference"``; by
+        default a step trains when a loss or an optimizer is given), ``name`` and
+        ``device`` (trace for that device, e.g. ``"cuda"``).
+        """
+        return _graph(self.request(source, example_inputs, **options))
+
+    def run_plan(
+        self, source: str, *, plan: Plan, graph: Graph, system: MemorySystem, repeat: int,
+        bind: Any = None, arena_nbytes: Any = None, predicted_seconds: Any,
+        predicted_step_seconds: float, progress: Any = None, **options: Any,
+    ) -> ExecutionReport:
+        """``run --kernels torch:SPEC``: capture SPEC again (as ``load`` with ``options``
+        would), check that it is ``graph``, and run ``plan`` with the real ATen kernels
+        (:func:`autotm_torch.plan_run.run_captured`)."""
+        from autotm_torch.plan_run import run_captured
+
+        return run_captured(
+            self.request(source, None, **options), plan=plan, graph=graph, system=system,
+            repeat=repeat, bind=bind, arena_nbytes=arena_nbytes,
+            predicted_seconds=predicted_seconds, predicted_step_seconds=predicted_step_seconds,
+            progress=progress,
+        )
+
+    def request(
         self,
         source: Any,
         example_inputs: Any = None,
@@ -54,22 +113,13 @@ class TorchFrontend:
         optimizer: Any = None,
         mode: str | None = None,
         name: str | None = None,
+        device: Any = None,
         batch_size: int | None = None,
         **options: Any,
-    ) -> Graph:
-        """The graph of one step of ``source``.
-
-        ``source`` is a ``torch.nn.Module`` (with ``example_inputs``) or a
-        factory spec ``package.module:function`` called with ``batch_size`` and
-        ``options`` (see docs/frontends-torch.md). ``mode`` is ``"train"`` or
-        ``"inference"``; by default a step trains when a loss or an optimizer is
-        given. ``optimizer`` is a name (sgd, sgd-momentum, adam, adamw), an
-        optimizer class or callable ``params -> optimizer``, or an instance.
-        """
+    ) -> Request:
+        """What ``load(source, example_inputs, **options)`` captures (a factory spec called)."""
         reason = self.unavailable_reason()
         if reason is not None:
-            from autotm_core.errors import PluginError
-
             raise PluginError(f"the torch frontend cannot run: {reason}", hint=INSTALL_HINT)
         from autotm_torch import factory
 
@@ -81,15 +131,15 @@ class TorchFrontend:
                 kwargs["batch_size"] = int(batch_size)
             made = factory.call(factory.resolve(source), source, kwargs)
             model, example_inputs = made["model"], made["example_inputs"]
-            loss = loss if loss is not None else made.get("loss")
+            loss = factory.parse_value(loss) if loss is not None else made.get("loss")
             targets = targets if targets else made.get("targets", ())
             optimizer = optimizer if optimizer is not None else made.get("optimizer")
         else:
             if options:
                 raise UsageError(
                     f"unknown options {sorted(options)} for a model object",
-                    hint="options other than loss, targets, optimizer, mode and name go to a "
-                    "factory spec only",
+                    hint="options other than loss, targets, optimizer, mode, name and device go "
+                    "to a factory spec only",
                 )
             if batch_size is not None:
                 raise UsageError(
@@ -101,10 +151,32 @@ class TorchFrontend:
                 raise UsageError(
                     "example_inputs are missing", hint="call load(model, example_inputs, ...)"
                 )
-        return capture_graph(
-            model, example_inputs, loss=loss, targets=targets, optimizer=optimizer,
-            mode=mode, name=name,
-        )
+        return make_request(model, example_inputs, loss=loss, targets=targets,
+                            optimizer=optimizer, mode=mode, name=name, device=device)
+
+
+def make_request(
+    model: Any, example_inputs: Any, *, loss: Any, targets: Any, optimizer: Any,
+    mode: str | None, name: str | None, device: Any,
+) -> Request:
+    """The :class:`Request` of these arguments: ``mode`` (default: ``train`` when a loss or
+    an optimizer is given) decides whether loss and optimizer (default ``sgd``) are used."""
+    if mode is None:
+        mode = "train" if loss is not None or optimizer is not None else "inference"
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}", hint=f"use one of {', '.join(MODES)}")
+    if mode == "inference":
+        loss, targets, optimizer = None, (), None
+    elif optimizer is None:
+        optimizer = "sgd"
+    what = "training step" if mode == "train" else "inference"
+    return Request(model, example_inputs, loss, targets, optimizer,
+                   name or f"{_model_name(model)} {what}", device)
+
+
+def _model_name(model: Any) -> str:
+    original = getattr(model, "_orig_mod", None)  # a torch.compile wrapper: name what it wraps
+    return type(original if original is not None else model).__name__
 
 
 def capture_graph(
@@ -116,19 +188,22 @@ def capture_graph(
     optimizer: Any = None,
     mode: str | None = None,
     name: str | None = None,
+    device: Any = None,
 ) -> Graph:
     """The verified graph of one training step or inference pass of ``model``."""
-    from autotm_torch.capture import capture
+    return _graph(make_request(model, example_inputs, loss=loss, targets=targets,
+                               optimizer=optimizer, mode=mode, name=name, device=device))
+
+
+def _graph(request: Request) -> Graph:
     from autotm_torch.lower import lower
 
-    if mode is None:
-        mode = "train" if loss is not None or optimizer is not None else "inference"
-    if mode not in MODES:
-        raise UsageError(f"unknown mode {mode!r}", hint=f"use one of {', '.join(MODES)}")
-    if mode == "inference":
-        loss, targets, optimizer = None, (), None
-    elif optimizer is None:
-        optimizer = "sgd"
-    traced = capture(model, example_inputs, loss=loss, targets=targets, optimizer=optimizer)
-    what = "training step" if mode == "train" else "inference"
-    return lower(traced, name=name or f"{type(model).__name__} {what}")
+    return lower(trace_request(request), name=request.name)
+
+
+def trace_request(request: Request) -> Any:
+    """The :class:`~autotm_torch.capture.Traced` step that ``request`` names."""
+    from autotm_torch.capture import capture
+
+    return capture(request.model, request.example_inputs, loss=request.loss,
+                   targets=request.targets, optimizer=request.optimizer, device=request.device)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import torch
 
 from autotm_core.errors import ExecutionError
-from autotm_core.executor import SCRATCH, ArenaRequest, CopyThread
+from autotm_core.executor import SCRATCH, ArenaRequest, CopyThread, PoolRun
 from autotm_core.memory import MemorySystem
 
 
@@ -65,6 +65,7 @@ class TorchPools:
         self.name = "cuda" if self.compute.type == "cuda" else "cpu-test"
         pin = cuda_available()
         self.arenas: list[torch.Tensor] = []
+        self._requests = tuple(requests)
         for i, request in enumerate(requests):
             fast = i == 0 or request.name == SCRATCH
             try:
@@ -148,6 +149,10 @@ class TorchPools:
         else:
             torch.cuda.synchronize(self.compute)
             self._done.clear()
+
+    def arenas_made(self) -> tuple[PoolRun, ...]:
+        """Each arena, with no NUMA binding to report (torch allocated it)."""
+        return tuple(PoolRun(r.name, r.node, r.nbytes, (), 0, 0) for r in self._requests)
 
     def close(self) -> None:
         """Release the arenas (and stop the copy thread)."""

@@ -9,6 +9,8 @@
   ``out=`` variants, optimizer updates) lists that storage among both its inputs and
   its outputs.
 - A multi-output op writes one IR tensor per new output storage.
+- A storage of no bytes (an empty key-value cache, batch-norm's unused saved
+  statistics) is no tensor, and a kernel that makes or writes nothing else is dropped.
 - FLOPs come from ``torch.utils.flop_counter`` (matmul-like ops, convolutions,
   attention); other ops autotm-core's op table knows (``autotm_core.costs.op_info``)
   are left to its estimators; the rest count one flop per element written.
@@ -70,14 +72,14 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in internals.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
-def _vals(value: Any) -> Any:
+def values_of(value: Any) -> Any:
     """``value`` with every FX node replaced by the value it computed."""
     if isinstance(value, torch.fx.Node):
         return value.meta.get("val")
     if isinstance(value, list | tuple):
-        return type(value)(_vals(v) for v in value)
+        return type(value)(values_of(v) for v in value)
     if isinstance(value, dict):
-        return {k: _vals(v) for k, v in value.items()}
+        return {k: values_of(v) for k, v in value.items()}
     return value
 
 
@@ -101,6 +103,10 @@ class _Lowering:
                 tuple(int(d) for d in tensor.shape), dtype_name(tensor.dtype),
             )
         return key
+
+    def stored(self, keys: dict[Any, None]) -> dict[Any, None]:
+        """``keys`` less the storages of no bytes (they hold nothing to place)."""
+        return {key: None for key in keys if self.storages[key].nbytes}
 
     def known(self, tensor: torch.Tensor) -> Any:
         key = internals.storage_key(tensor)
@@ -133,7 +139,7 @@ class _Lowering:
             )
         inputs: dict[Any, None] = {}
         for arg in (*node.args, *node.kwargs.values()):
-            for tensor in _tensors(_vals(arg)):
+            for tensor in _tensors(values_of(arg)):
                 key = self.known(tensor)
                 if key is None:  # a tensor made outside the graph: a constant
                     key = self.storage(tensor, f"constant:{node.name}", TensorKind.CONSTANT)
@@ -145,16 +151,17 @@ class _Lowering:
                     and i not in unmarked:
                 continue
             value = node.kwargs.get(argument.name, node.args[i] if i < len(node.args) else None)
-            for tensor in _tensors(_vals(value)):
+            for tensor in _tensors(values_of(value)):
                 written[internals.storage_key(tensor)] = None
         out = node.meta.get("val")
         new: dict[Any, None] = {}
         for tensor in _tensors(out):
             if self.known(tensor) is None:
                 new[self.storage(tensor, node.name, TensorKind.ACTIVATION)] = None
+        inputs, written, new = (self.stored(keys) for keys in (inputs, written, new))
         if not new and not written:
             return  # a view, or an op with nothing to store
-        flops = internals.op_flops(target, _vals(node.args), _vals(node.kwargs), out)
+        flops = internals.op_flops(target, values_of(node.args), values_of(node.kwargs), out)
         op = schema.name
         if flops is None and op_info(op) is None:
             flops = sum(math.prod(t.shape) for t in _tensors(out))
@@ -166,7 +173,7 @@ class _Lowering:
     def outputs(self, node: torch.fx.Node) -> None:
         values = list(node.args[0]) if isinstance(node.args[0], list | tuple) else [node.args[0]]
         for role, value in zip(self.traced.outputs, values, strict=True):
-            for tensor in _tensors(_vals(value)):
+            for tensor in _tensors(values_of(value)):
                 storage = self.storages[internals.storage_key(tensor)]
                 if storage.kind is TensorKind.ACTIVATION and role.name not in self.names:
                     self.names.add(role.name)
@@ -175,6 +182,8 @@ class _Lowering:
     def build(self) -> Graph:
         b = self.builder
         for s in self.storages.values():
+            if not s.nbytes:
+                continue
             b.tensor(s.name, nbytes=s.nbytes, kind=s.kind, shape=s.shape, dtype=s.dtype)
         names = {key: s.name for key, s in self.storages.items()}
         for name, op, inputs, outputs, flops in self.kernels:
@@ -189,10 +198,11 @@ def lower(traced: Traced, *, name: str) -> Graph:
 
 
 def lower_with_storages(traced: Traced, *, name: str) -> tuple[Graph, dict[Any, str]]:
-    """The graph of ``traced`` and the IR tensor of each storage (by :func:`storage_key`)."""
+    """The graph of ``traced`` and the IR tensor of each storage (by :func:`storage_key`) that
+    has bytes (the others are in no graph)."""
     lowering = _Lowering(traced, name)
     graph = lowering.run()
-    return graph, {key: s.name for key, s in lowering.storages.items()}
+    return graph, {key: s.name for key, s in lowering.storages.items() if s.nbytes}
 
 
 __all__ = ["Role", "lower", "lower_with_storages"]

@@ -29,9 +29,14 @@ NAMED: dict[str, Callable[[Sequence[torch.Tensor]], torch.optim.Optimizer]] = {
 
 
 def build_optimizer(
-    spec: Any, *, fake_of: Mapping[torch.Tensor, torch.Tensor], fake_params: Sequence[torch.Tensor]
+    spec: Any, *, fake_of: Mapping[torch.Tensor, torch.Tensor],
+    fake_params: Sequence[torch.Tensor], capturable: bool = True,
 ) -> torch.optim.Optimizer:
-    """An optimizer like ``spec`` over the fake parameters (``fake_of`` maps real to fake)."""
+    """An optimizer like ``spec`` over the fake parameters (``fake_of`` maps real to fake).
+
+    ``capturable`` sets the groups' flag of that name where they have one, as tracing
+    needs; an optimizer that runs on real CPU tensors must leave it off.
+    """
     if isinstance(spec, str):
         try:
             factory = NAMED[spec.lower()]
@@ -57,8 +62,10 @@ def build_optimizer(
             f"or one of {', '.join(NAMED)}",
         )
     for group in optimizer.param_groups:
-        if "capturable" in group:  # keeps the step counter a tensor (no .item() while tracing)
+        if "capturable" in group and capturable:  # the step counter stays a tensor (no .item())
             group["capturable"] = True
+        if group.get("foreach", False) is None and not group.get("fused"):
+            group["foreach"] = internals.default_foreach(group["params"])  # torch's own default
     return optimizer
 
 

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import torch
 
-from autotm_core.executor import ArenaRequest, CopyThread, Space
+from autotm_core.executor import ArenaRequest, CopyThread, PoolRun, Space
 from autotm_core.memory import MemorySystem
 
 
@@ -64,6 +64,10 @@ class Pools(Protocol):
         """Wait for every copy and kernel issued so far."""
         ...
 
+    def arenas_made(self) -> tuple[PoolRun, ...]:
+        """Each arena as it was made: pool, node, size, and its binding where it has one."""
+        ...
+
     def close(self) -> None:
         """Release the memory."""
         ...
@@ -79,6 +83,7 @@ class NumaPools:
     ) -> None:
         """Make the arenas ``requests`` asks for (``system`` is not needed: the nodes are there)."""
         self.space = Space(requests)
+        self._requests = tuple(requests)
         self._names = [r.name for r in requests]
         self._copier = CopyThread()
 
@@ -114,6 +119,16 @@ class NumaPools:
     def finish(self) -> None:
         """Wait for the copy thread."""
         self._copier.drain()
+
+    def arenas_made(self) -> tuple[PoolRun, ...]:
+        """Each arena with its binding as verified after pre-faulting."""
+        made = []
+        for request in self._requests:
+            binding = self.space.arenas[request.name].binding
+            made.append(PoolRun(request.name, request.node, request.nbytes,
+                                binding.policy_nodes, binding.sampled_pages,
+                                binding.pages_on_node))
+        return tuple(made)
 
     def close(self) -> None:
         """Stop the copy thread and unmap the arenas."""

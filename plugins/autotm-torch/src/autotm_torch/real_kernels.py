@@ -19,13 +19,15 @@ says which, when, and what to wait for). Each kernel then runs one of three ways
 View-only nodes are not run: whoever reads a view rebuilds it from the arena.
 Tensors in a pool on another device than the step's (host memory of a GPU
 step) are staged through a temporary on the step's device around the kernel,
-and counted (:attr:`RealRun.staged_nbytes`).
+and counted (:attr:`RealRun.staged_nbytes`). Where each tensor is, is resolved
+once before the run (:mod:`autotm_torch.arena_views`).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -34,13 +36,23 @@ import numpy as np
 import torch
 
 from autotm_core.errors import ExecutionError
-from autotm_core.executor import ArenaRequest, build_program, plan_layout, seed_of
+from autotm_core.executor import ArenaRequest, PoolRun, build_program, plan_layout, seed_of
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans import Plan, check_plan
 from autotm_torch import _torch_internals as internals
+from autotm_torch.arena_views import (
+    TensorRef,
+    bind,
+    initial_values,
+    placeholders,
+    ref_of,
+    resolve_kernels,
+    snapshots,
+    storage_bytes,
+    view,
+)
 from autotm_torch.capture import Traced
-from autotm_torch.lower import _vals
 from autotm_torch.out_variants import out_variant
 from autotm_torch.pools import NumaPools, Pools
 
@@ -57,7 +69,8 @@ class CapturedStep:
     graph: Graph
     """Its autotm-core graph (plans are made for this)."""
     storages: Mapping[Any, str]
-    """Storage key (of the fake values) -> tensor name in :attr:`graph`."""
+    """Storage key (of the fake values) -> tensor name in :attr:`graph`; storages of no
+    bytes are in no graph and not here."""
 
 
 def captured_step(traced: Traced, *, name: str) -> CapturedStep:
@@ -82,10 +95,16 @@ class RealRun:
     """Kernels in order."""
     kernel_seconds: np.ndarray
     """Median per kernel of its time (kernel only)."""
-    move_seconds: np.ndarray
-    """Median per kernel of the time before it: waits, synchronous copies, submissions."""
+    wait_seconds: np.ndarray
+    """Median per kernel of the time spent before it waiting for asynchronous copies."""
+    sync_seconds: np.ndarray
+    """Median per kernel of the time before it spent in synchronous copies and submitting
+    asynchronous ones."""
     step_seconds: np.ndarray
     """Each timed repetition's whole step."""
+    step_on_cpu_seconds: np.ndarray
+    """Each timed repetition's CPU time on the running thread, plus the time it waited for
+    copies (time other processes took the core away is not in it)."""
     in_place: int
     """Kernels that ran in place on their arguments."""
     out_variant: Mapping[str, int]
@@ -98,32 +117,10 @@ class RealRun:
     """Bytes of synchronous moves per step."""
     async_nbytes: int
     """Bytes of asynchronous moves per step."""
-
-
-@attrs.frozen
-class _Ref:
-    """A fake tensor of the trace: which graph tensor, and its view geometry."""
-
-    name: str
-    dtype: torch.dtype
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    storage_offset: int
-
-
-@attrs.define
-class _Kernel:
-    """One kernel, resolved: its arguments as references, where each tensor is, how to run it."""
-
-    node: torch.fx.Node
-    mode: str
-    args: Any
-    kwargs: Any
-    returns: list[_Ref | None]
-    places: dict[str, tuple[int, int, int]]
-    written: set[str]
-    staged: set[str]
-    bound: tuple[Any, Any, list[torch.Tensor | None]] | None = None
+    arenas: tuple[PoolRun, ...]
+    """The arenas as they were made (pool, node, size, binding as verified)."""
+    notes: tuple[str, ...]
+    """What the run should be read with: the layout's notes (bindings, arena sizes)."""
 
 
 def run_plan(
@@ -134,27 +131,38 @@ def run_plan(
     *,
     pools: PoolsFactory = NumaPools,  # type: ignore[assignment]
     repeat: int = 1,
+    bind: Mapping[str, int] | None = None,
+    arena_nbytes: Mapping[str, int] | None = None,
+    fit_machine: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RealRun:
     """Run ``plan`` for ``step`` with real kernels on ``values`` (one per placeholder).
 
     ``values`` are only read: their bytes are written into the arenas before
-    each repetition. One untimed warm-up run comes first, then ``repeat`` timed ones.
+    each repetition. One untimed warm-up run comes first, then ``repeat`` timed
+    ones; ``progress(done, repeat)`` follows each. ``bind``, ``arena_nbytes`` and
+    ``fit_machine`` lay the arenas out as :func:`autotm_core.executor.plan_layout`
+    says: by default a pool whose NUMA node this machine lacks is bound to one it
+    has, and a bounded pool's arena holds what the plan uses of it, not its
+    capacity (a preset's 768 GB pool), each said in :attr:`RealRun.notes`.
     """
     graph, traced = step.graph, step.traced
     check_plan(plan, graph, system)
-    layout = plan_layout(plan, graph, system)
+    layout = plan_layout(plan, graph, system, bind=bind, arena_nbytes=arena_nbytes,
+                         fit_machine=fit_machine)
     program = build_program(plan, graph, layout, flops=np.zeros(len(graph.kernels)))
-    initial_values = _initial_values(step, values)
+    initial_by_name = initial_values(traced, step.storages, values)
     by_seed = {seed_of(t.name): t.name for t in graph.tensors}
     mem = pools(layout.requests, system)
     try:
-        device = _step_device(traced)
-        kernels = _prepare(step, program, mem, device)
+        device = step_device(traced)
 
         def region(arena: int, offset: int, nbytes: int) -> torch.Tensor:
             return mem.region(int(arena), int(offset), int(nbytes))
 
-        initial = [(region(*row[:3]), _bytes_of(initial_values[by_seed[int(row[3])]]))
+        kernels = resolve_kernels(traced, graph, step.storages, program, mem.device, device,
+                                  region)
+        initial = [(region(*row[:3]), storage_bytes(initial_by_name[by_seed[int(row[3])]]))
                    for row in program.initial]
         final = {name: region(*row[:3])
                  for name, row in zip(program.final_tensors, program.final, strict=True)}
@@ -162,47 +170,55 @@ def run_plan(
                   for cs in program.sync]
         submits = [[(c.move, region(*c.source, c.nbytes), region(*c.target, c.nbytes))
                     for c in cs] for cs in program.asynchronous]
-        outputs_at, returned = _snapshots(step, final)
-        samples = np.zeros((repeat, 2, len(kernels)))
-        steps = np.zeros(repeat)
+        outputs_at, returned = snapshots(traced, graph, step.storages, final)
+        samples = np.zeros((repeat, 3, len(kernels)))
+        steps, on_cpu = np.zeros(repeat), np.zeros(repeat)
         for rep in range(repeat + 1):
             for target, source in initial:
                 target.copy_(source)
             mem.finish()
             marks, tickets = [], {}
+            cpu_start = time.thread_time_ns()
             for k, kernel in enumerate(kernels):
                 start = mem.mark()
                 for move in program.joins[k]:
                     mem.wait(tickets[move])
+                waited = mem.mark()
                 for source, target in copies[k]:
                     mem.copy(source, target)
                 for move, source, target in submits[k]:
                     tickets[move] = mem.submit(source, target)
                 middle = mem.mark()
                 _run(kernel, mem, device)
-                marks.append((start, middle, mem.mark()))
+                marks.append((start, waited, middle, mem.mark()))
                 for i, ref in outputs_at.get(k, ()):
-                    returned[i] = _view(region(*kernel.places[ref.name]), ref).clone()
+                    returned[i] = view(region(*kernel.places[ref.name]), ref).clone()
             mem.finish()
+            cpu = (time.thread_time_ns() - cpu_start) * 1e-9
             if rep:
-                for k, (a, b, c) in enumerate(marks):
-                    samples[rep - 1, :, k] = mem.seconds(a, b), mem.seconds(b, c)
-                steps[rep - 1] = mem.seconds(marks[0][0], marks[-1][2]) if marks else 0.0
-        outputs = tuple(_cpu(_view(final[r.name], r)) if isinstance(r, _Ref) else _cpu(r)
-                        for r in returned)
+                for k, (a, b, c, d) in enumerate(marks):
+                    samples[rep - 1, :, k] = mem.seconds(a, b), mem.seconds(b, c), mem.seconds(c, d)
+                steps[rep - 1] = mem.seconds(marks[0][0], marks[-1][3]) if marks else 0.0
+                on_cpu[rep - 1] = cpu + samples[rep - 1, 0].sum()
+                if progress is not None:
+                    progress(rep, repeat)
+        outputs = tuple(_cpu(view(final.get(r.name, _NOTHING), r)) if isinstance(r, TensorRef)
+                        else _cpu(r) for r in returned)
         ends = {}
-        for node, role in zip(_placeholders(traced), traced.inputs, strict=True):
-            ref = _ref(step, node.meta["val"])
+        for node, role in zip(placeholders(traced), traced.inputs, strict=True):
+            ref = ref_of(step.storages, node.meta["val"])
             if ref.name in final:
-                ends[role.name] = _cpu(_view(final[ref.name], ref))
+                ends[role.name] = _cpu(view(final[ref.name], ref))
+        arenas = mem.arenas_made()
     finally:
         mem.close()
     modes = collections.Counter((k.mode, _op_name(k.node)) for k in kernels)
+    median = np.median(samples, axis=0)
     return RealRun(
         pools=mem.name, outputs=outputs, final=ends,
-        kernel_names=tuple(k.node.name for k in kernels),
-        kernel_seconds=np.median(samples[:, 1], axis=0),
-        move_seconds=np.median(samples[:, 0], axis=0), step_seconds=steps,
+        kernel_names=tuple(k.node.name for k in kernels), kernel_seconds=median[2],
+        wait_seconds=median[0], sync_seconds=median[1], step_seconds=steps,
+        step_on_cpu_seconds=on_cpu,
         in_place=sum(n for (m, _), n in modes.items() if m == "in place"),
         out_variant={op: n for (m, op), n in sorted(modes.items()) if m == "out="},
         copied={op: n for (m, op), n in sorted(modes.items()) if m == "copied"},
@@ -210,7 +226,12 @@ def run_plan(
                           for t in k.staged),
         sync_nbytes=sum(c.nbytes for cs in program.sync for c in cs),
         async_nbytes=sum(c.nbytes for cs in program.asynchronous for c in cs),
+        arenas=arenas, notes=layout.notes,
     )
+
+
+_NOTHING = torch.empty(0, dtype=torch.uint8)
+"""The bytes of a storage of no bytes."""
 
 
 def _cpu(tensor: torch.Tensor) -> torch.Tensor:
@@ -222,100 +243,13 @@ def _op_name(node: torch.fx.Node) -> str:
     return schema.name if schema is not None else str(node.target)
 
 
-def _placeholders(traced: Traced) -> list[torch.fx.Node]:
-    return [n for n in traced.module.graph.nodes if n.op == "placeholder"]
-
-
-def _step_device(traced: Traced) -> torch.device:
-    first = next(iter(_placeholders(traced)), None)
+def step_device(traced: Traced) -> torch.device:
+    """The device the step was traced for (its first placeholder's)."""
+    first = next(iter(placeholders(traced)), None)
     return first.meta["val"].device if first is not None else torch.device("cpu")
 
 
-def _ref(step: CapturedStep, tensor: torch.Tensor) -> _Ref:
-    return _Ref(step.storages[internals.storage_key(tensor)], tensor.dtype,
-                tuple(tensor.shape), tuple(tensor.stride()), int(tensor.storage_offset()))
-
-
-def _bytes_of(tensor: torch.Tensor) -> torch.Tensor:
-    """The whole storage of ``tensor`` as a 1-D ``uint8`` tensor (shared, not copied)."""
-    storage = tensor.untyped_storage()
-    return torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(
-        storage, 0, (storage.nbytes(),), (1,))
-
-
-def _view(region: torch.Tensor, ref: _Ref) -> torch.Tensor:
-    """``ref``'s view over the bytes of its storage."""
-    typed = region.view(ref.dtype)
-    return typed.as_strided(ref.shape, ref.stride, typed.storage_offset() + ref.storage_offset)
-
-
-def _initial_values(step: CapturedStep, values: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:
-    traced = step.traced
-    if len(values) != len(traced.inputs):
-        raise ExecutionError(
-            f"the captured step takes {len(traced.inputs)} tensors, {len(values)} were given",
-            hint="build them with autotm_torch.step_values.step_values",
-        )
-    found = {step.storages[internals.storage_key(n.meta["val"])]: v
-             for n, v in zip(_placeholders(traced), values, strict=True)}
-    module = traced.module
-    for node in module.graph.nodes:
-        if node.op == "get_attr":
-            real = getattr(module, node.target)
-            key = internals.storage_key(node.meta.get("val", real))
-            found.setdefault(step.storages[key], real)
-        elif node.op == "call_function":
-            for arg in internals.tree_leaves((node.args, node.kwargs)):
-                if isinstance(arg, torch.Tensor):  # a real tensor made outside the graph
-                    found.setdefault(step.storages[internals.storage_key(arg)], arg)
-    return found
-
-
-def _prepare(step: CapturedStep, program: Any, mem: Pools, device: torch.device) -> list[_Kernel]:
-    graph = step.graph
-    by_name = {n.name: n for n in step.traced.module.graph.nodes}
-    nbytes = {t.name: t.nbytes for t in graph.tensors}
-
-    def to_ref(value: Any) -> Any:
-        return _ref(step, value) if isinstance(value, torch.Tensor) else value
-
-    kernels = []
-    for k, kernel in enumerate(graph.kernels):
-        node = by_name[kernel.name]
-        rows = program.rows[program.kernel_ptr[k]:program.kernel_ptr[k + 1]]
-        names = [*dict.fromkeys(kernel.inputs), *dict.fromkeys(kernel.outputs)]
-        places = {n: (int(r[0]), int(r[1]), nbytes[n]) for n, r in zip(names, rows, strict=False)}
-        new = set(kernel.outputs) - set(kernel.inputs)
-        returns = [_ref(step, t) if isinstance(t, torch.Tensor)
-                   and step.storages[internals.storage_key(t)] in new else None
-                   for t in internals.tree_leaves(node.meta.get("val"))]
-        variant = out_variant(node.target)
-        if not any(returns):
-            mode = "in place"
-        elif variant is not None and all(returns) and len(returns) == len(variant.out_names):
-            mode = "out="
-        else:
-            mode = "copied"
-        staged = {n for n, (a, _, _) in places.items() if mem.device(a) != device}
-        entry = _Kernel(node, mode, internals.tree_map(to_ref, _vals(node.args)),
-                        internals.tree_map(to_ref, _vals(node.kwargs)), returns, places,
-                        set(kernel.outputs), staged)
-        if not staged:  # views over arena memory stay valid: make them once
-            entry.bound = _bind(entry, {n: mem.region(*p) for n, p in places.items()})
-        kernels.append(entry)
-    return kernels
-
-
-def _bind(kernel: _Kernel, regions: Mapping[str, torch.Tensor]) -> Any:
-    def materialise(value: Any) -> Any:
-        return _view(regions[value.name], value) if isinstance(value, _Ref) else value
-
-    return (internals.tree_map(materialise, kernel.args),
-            internals.tree_map(materialise, kernel.kwargs),
-            [materialise(r) if r is not None else None for r in kernel.returns])
-
-
-def _run(kernel: _Kernel, mem: Pools, device: torch.device) -> None:
+def _run(kernel: Any, mem: Pools, device: torch.device) -> None:
     """Run one kernel on its arena views (staging the ones on another device)."""
     staged: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     if kernel.bound is None:
@@ -325,52 +259,34 @@ def _run(kernel: _Kernel, mem: Pools, device: torch.device) -> None:
             if name in kernel.staged:
                 staged[name] = (regions[name], regions[name].to(device))
                 regions[name] = staged[name][1]
-        args, kwargs, outs = _bind(kernel, regions)
+        args, kwargs, outs = bind(kernel, regions, device)
     else:
         args, kwargs, outs = kernel.bound
     op, node = kernel.node.target, kernel.node
     with _naming(node):
         if kernel.mode == "out=":
-            pointers = [o.data_ptr() for o in outs]  # type: ignore[union-attr]
+            pointers = [o.data_ptr() for o in outs]
             try:
                 out_variant(op).call(op, args, kwargs, outs)  # type: ignore[union-attr]
             except RuntimeError:  # the variant refused these outputs: copy from now on
                 kernel.mode = "copied"
             else:
-                if [o.data_ptr() for o in outs] != pointers:  # type: ignore[union-attr]
+                if [o.data_ptr() for o in outs] != pointers:
                     raise ExecutionError(
                         f"kernel {node.name!r} ({_op_name(node)}) moved its output out of the "
                         "arena (resized it)",
                         hint="the captured shapes differ from the real ones; capture again",
                     )
         if kernel.mode == "copied":
-            result = op(*args, **kwargs)  # type: ignore[operator]
+            result = op(*args, **kwargs)
             for out, value in zip(outs, internals.tree_leaves(result), strict=False):
                 if out is not None:
                     out.copy_(value)
         elif kernel.mode == "in place":
-            op(*args, **kwargs)  # type: ignore[operator]
+            op(*args, **kwargs)
     for name, (home, temporary) in staged.items():
         if name in kernel.written:
             home.copy_(temporary)
-
-
-
-def _snapshots(
-    step: CapturedStep, final: Mapping[str, torch.Tensor]
-) -> tuple[dict[int, list[tuple[int, _Ref]]], list[Any]]:
-    """Where to read each returned value: the end of the step, or just after its last kernel."""
-    output = next(n for n in step.traced.module.graph.nodes if n.op == "output")
-    values = output.args[0] if isinstance(output.args[0], list | tuple) else [output.args[0]]
-    live = step.graph.liveness
-    at: dict[int, list[tuple[int, _Ref]]] = collections.defaultdict(list)
-    returned: list[Any] = []
-    for i, value in enumerate(values):
-        ref = _ref(step, _vals(value))
-        returned.append(ref)
-        if ref.name not in final:
-            at[int(live.last[step.graph.tensor_index[ref.name]])].append((i, ref))
-    return at, returned
 
 
 @contextlib.contextmanager
@@ -388,4 +304,4 @@ def _naming(node: torch.fx.Node) -> Iterator[None]:
         ) from exc
 
 
-__all__ = ["CapturedStep", "RealRun", "captured_step", "run_plan"]
+__all__ = ["CapturedStep", "RealRun", "captured_step", "run_plan", "step_device"]

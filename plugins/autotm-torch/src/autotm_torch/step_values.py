@@ -12,7 +12,7 @@ state; :func:`eager_step` runs one ordinary training step for reference.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -20,6 +20,7 @@ import torch
 
 from autotm_core.errors import UsageError
 from autotm_torch.capture import Traced
+from autotm_torch.inputs import example_inputs, loss_function
 
 
 @attrs.frozen
@@ -47,13 +48,17 @@ def step_values(
     traced: Traced,
     *,
     model: torch.nn.Module,
-    inputs: Sequence[torch.Tensor],
+    inputs: Any,
     targets: Sequence[torch.Tensor] = (),
     optimizer: torch.optim.Optimizer | None = None,
 ) -> list[torch.Tensor]:
-    """The real tensor of each placeholder of ``traced``, in order (the objects, not copies)."""
+    """The real tensor of each placeholder of ``traced``, in order (the objects, not copies).
+
+    ``inputs`` are the example inputs as the capture took them: positional or keyword.
+    """
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
+    named_inputs = example_inputs(inputs).by_name()
     found: list[torch.Tensor] = []
     for role in traced.inputs:
         prefix, _, rest = role.name.partition(":")
@@ -66,10 +71,11 @@ def step_values(
             name, _, key = rest.rpartition(".")
             param = params.get(name)
             value = optimizer.state.get(param, {}).get(key) if param is not None else None
-        elif prefix in ("input", "target"):
-            items = inputs if prefix == "input" else targets
+        elif prefix == "input":
+            value = named_inputs.get(rest)
+        elif prefix == "target":
             index = int(rest)
-            value = items[index] if index < len(items) else None
+            value = targets[index] if index < len(targets) else None
         if not isinstance(value, torch.Tensor):
             raise UsageError(
                 f"no real tensor for placeholder {role.name!r} of the captured step",
@@ -87,26 +93,24 @@ def clone_values(values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
 
 def eager_step(
     model: torch.nn.Module,
-    inputs: Sequence[torch.Tensor],
+    inputs: Any,
     *,
-    loss: Callable[..., torch.Tensor] | None,
+    loss: Any,
     targets: Sequence[torch.Tensor] = (),
     optimizer: torch.optim.Optimizer,
 ) -> EagerStep:
-    """One ordinary training step of ``model`` (train mode): forward, loss, backward, update."""
+    """One ordinary training step of ``model`` (train mode): forward, loss, backward, update.
+
+    ``inputs`` and ``loss`` are what the capture takes (:mod:`autotm_torch.inputs`).
+    """
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    out = model(*inputs)
-    value = loss(out, *targets) if loss is not None else _sum(out)
+    batch = example_inputs(inputs)
+    args, kwargs = batch.arguments(batch.tensors)
+    value = loss_function(loss)(model(*args, **kwargs), *targets)
     value.backward()
     grads = {f"grad:{n}": p.grad.detach().clone() for n, p in model.named_parameters()
              if p.grad is not None}
     optimizer.step()
     return EagerStep(value.detach().clone(), grads)
 
-
-def _sum(out: Any) -> torch.Tensor:
-    from autotm_torch import _torch_internals as internals
-
-    leaves = [t for t in internals.tree_leaves(out) if isinstance(t, torch.Tensor)]
-    return sum(t.sum() for t in leaves)  # type: ignore[return-value]

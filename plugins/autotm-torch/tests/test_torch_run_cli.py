@@ -1,0 +1,66 @@
+"""``run --kernels torch:SPEC``: a captured step's plan run with real kernels from the command
+line, with a preset on whatever machine this is (pools bound to the nodes it has, arenas as
+large as the plan uses), measured against predicted time per kernel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from autotm_core.cli.main import main
+
+HERE = Path(__file__).parent
+SPEC = f"{HERE / 'torch_models.py'}:checkpointed_factory"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A checkpointed MLP's graph and a first-touch plan of it for the optane-2019 preset."""
+    folder = tmp_path_factory.mktemp("run")
+    graph, plan = folder / "graph.json", folder / "plan.json"
+    assert main(["import", "torch", SPEC, "--option", "reentrant=false", "-o", str(graph)]) == 0
+    assert main(["baseline", str(graph), "--system", "optane-2019", "--ratio", "1:1",
+                 "--planner", "first-touch", "-o", str(plan)]) == 0
+    return str(graph), str(plan)
+
+
+def _run(files, *extra):
+    graph, plan = files
+    return main(["run", plan, "--graph", graph, "--system", "optane-2019", *extra])
+
+
+@pytest.mark.slow
+def test_a_plan_runs_with_torch_kernels_on_this_machine(files, capsys):
+    capsys.readouterr()
+    assert _run(files, "--kernels", f"torch:{SPEC}", "--option", "reentrant=false",
+                "--repeat", "2", "--json") == 0
+    facts = json.loads(capsys.readouterr().out)
+    notes = " ".join(facts["notes"])
+    assert "equal one eager PyTorch step" in notes and "real ATen kernels" in notes
+    assert "instead of its capacity" in notes  # the 715 GiB pmm pool: an arena of what is used
+    assert all(p["arena_nbytes"] < 1 << 30 for p in facts["pools"])
+    assert facts["kernels"] > 0 and facts["measured_step_seconds"] > 0
+    assert facts["predicted_step_seconds"] > 0
+    top = facts["top_kernels"][0]
+    assert top["measured_seconds"] > 0 and top["predicted_seconds"] >= 0
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--kernels", f"torch:{SPEC}", "--option", "reentrant=true"], "is not graph"),
+        (["--kernels", "torch"], "is neither 'replay' nor FRONTEND:SPEC"),
+        (["--kernels", "example:mlp"], "cannot run plans with its own kernels"),
+        (["--kernels", f"torch:{SPEC}", "--flops-scale", "2"], "apply to replay kernels only"),
+        (["--option", "reentrant=true"], "are for the frontend of --kernels"),
+    ],
+)
+def test_bad_run_options_are_one_clear_error(files, capsys, extra, message):
+    capsys.readouterr()
+    assert _run(files, "--repeat", "1", *extra) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "error: " in err and message in err and "Traceback" not in err
