@@ -85,4 +85,6 @@ def _report(grid_file: Path, results_file: str, args: argparse.Namespace,
 
 
 if __name__ == "__main__":
+    # run as a script, its own folder is on the path, not the repository's root
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.exit(main())

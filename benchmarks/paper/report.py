@@ -35,11 +35,11 @@ DIFFERENCES = """\
   out of the capacity; here every tensor counts and may move, so a limit is slightly
   tighter for the same ratio (the planners may also put parameters in slow memory).
 - **Solver.** The paper used Gurobi with a 1 hour limit and a 1% gap; here HiGHS runs
-  with the per-solve limit above, warm-started from the greedy plan when that start is
-  valid. Where the limit stopped it, the gap column says how far from proven optimal the
-  plan may be; a cell whose solve found no plan in time is listed under *Cells without a
-  plan* and left out of the means (the count is shown next to a mean when cells are
-  missing).
+  with the per-solve limit above, started from the best verified plan already held
+  (greedy's, first-touch's, a simpler formulation's) when that start fits. Where the
+  limit stopped it, the gap column says how far from proven optimal the plan may be; a
+  cell whose solve found no plan in time is listed under *Cells without a plan* and left
+  out of the means (the count is shown next to a mean when cells are missing).
 - **2LM** is a cache simulation (direct-mapped as the hardware, but 4 KiB lines instead of
   64 B for speed, warmed by one step) under the same roofline costs, not Intel's Memory
   Mode measured on the machine; what the real cache costs beyond its hits and misses
