@@ -39,6 +39,10 @@ _SIZE_UNITS: dict[str, int] = {
 _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 
+MAX_SIZE_NBYTES = 2**60
+"""The largest size a command line or file value may give (byte sums must fit 64 bits)."""
+
+
 def parse_size(text: str | int | float) -> int:
     """Parse ``"16GiB"``, ``"1.5 GB"``, ``"4096"`` or a number into bytes (rounded up)."""
     if isinstance(text, bool) or not isinstance(text, str | int | float):
@@ -50,6 +54,9 @@ def parse_size(text: str | int | float) -> int:
     if isinstance(text, int):
         if text < 0:
             raise UsageError(f"size {text} is negative", hint="give a size of 0 bytes or more")
+        if text > MAX_SIZE_NBYTES:
+            raise UsageError(f"size of {text.bit_length()} bits is more than the 2^60 bytes "
+                             "(1 EiB) autotm-core plans", hint="give a size in bytes")
         return text
     match = _SIZE_RE.match(text)
     if match is None or match.group(2).lower() not in _SIZE_UNITS:
@@ -57,7 +64,14 @@ def parse_size(text: str | int | float) -> int:
             f"cannot read {text!r} as a size",
             hint="write a number and a unit, e.g. 16GiB, 1.5GB, 512MiB or 4096",
         )
-    value = float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    number, unit = match.group(1), match.group(2).lower()
+    if _SIZE_UNITS[unit] == 1 and not float(number).is_integer():
+        raise UsageError(f"size {text!r} is not a whole number of bytes",
+                         hint=f"give bytes as a whole number, or a unit: e.g. {number}GiB")
+    value = float(number) * _SIZE_UNITS[unit]
+    if not value <= MAX_SIZE_NBYTES:
+        raise UsageError(f"size {text!r} is more than the 2^60 bytes (1 EiB) autotm-core "
+                         "plans", hint="give a size in bytes or with a unit, e.g. 16GiB")
     return math.ceil(value)
 
 

@@ -91,9 +91,11 @@ def test_2lm_cache_options_reach_the_cache_model(problem) -> None:  # type: igno
 
 
 @pytest.mark.parametrize(("settings", "words"), [
-    ({"relative_gap": -0.1}, "gap"), ({"relative_gap": float("nan")}, "gap"),
-    ({"time_limit_seconds": 0}, "time limit"), ({"time_limit_seconds": float("nan")}, "time limit"),
-    ({"max_rounds": 0}, "max rounds"), ({"mode": "fastest"}, "planning mode"),
+    ({"relative_gap": -0.1}, "relative_gap"), ({"relative_gap": float("nan")}, "relative_gap"),
+    ({"relative_gap": 5}, "relative_gap 5 is out of range"),
+    ({"time_limit_seconds": 0}, "time_limit_seconds"),
+    ({"time_limit_seconds": float("nan")}, "time_limit_seconds"),
+    ({"max_rounds": 0}, "max_rounds"), ({"mode": "fastest"}, "planning mode"),
 ])
 def test_settings_out_of_range_are_one_usage_error(problem, settings, words) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(UsageError, match=words):

@@ -44,7 +44,7 @@ def test_select_and_settings() -> None:
         (5, "exact", False)}
     with pytest.raises(UsageError, match="no experiment"):
         _grid().select(experiments=["nope"])
-    with pytest.raises(UsageError, match="time limit"):
+    with pytest.raises(UsageError, match="time_limit_seconds 0 is out of range"):
         _grid().with_settings(time_limit_seconds=0)
     with pytest.raises(UsageError, match="planning mode"):
         _grid().with_settings(mode="fast")

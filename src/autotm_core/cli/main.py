@@ -49,13 +49,36 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_joined_negative_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
     console = Console()
-    return run_reporting_errors(lambda: args.handler(args, console), debug=args.debug)
+
+    def command() -> int:
+        from autotm_core.cli.options import check_outputs
+
+        check_outputs(args)  # before any work, so that none is lost
+        return int(args.handler(args, console) or 0)
+
+    return run_reporting_errors(command, debug=args.debug)
+
+
+RATIO_OPTIONS = ("--ratio", "--ratios", "--limit")
+"""Options whose value may start with ``-`` (a negative ratio, to be refused by name)."""
+
+
+def _joined_negative_values(argv: Sequence[str]) -> list[str]:
+    """``--ratio -1:1`` as ``--ratio=-1:1``: argparse would take ``-1:1`` for an option and
+    say the value is missing; the ratio's own check then says what is wrong with it."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in RATIO_OPTIONS and arg.startswith("-") and ":" in arg:
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
 
 
 def run_reporting_errors(action: Callable[[], int | None], *, debug: bool = False) -> int:

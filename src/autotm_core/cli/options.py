@@ -75,9 +75,20 @@ def add_json(parser: argparse.ArgumentParser, what: str = "the facts") -> None:
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
 
+def count(text: str) -> int:
+    """An ``argparse`` type: a whole number >= 0 (else a usage error naming the option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; give 0 or more")
+    return value
+
+
 def add_top(parser: argparse.ArgumentParser, what: str = "by time") -> None:
     """``--top N``: how many kernels a report lists."""
-    parser.add_argument("--top", type=int, default=10, metavar="N",
+    parser.add_argument("--top", type=count, default=10, metavar="N",
                         help=f"kernels listed {what} (default 10)")
 
 
@@ -132,6 +143,22 @@ def parse_pairs(values: list[str], what: str,
     return out
 
 
+OUTPUT_OPTIONS = {"output": "-o", "csv": "--csv", "html": "--html", "plot": "--plot",
+                  "memory": "--memory", "kernels_plot": "--kernels"}
+"""Every option naming a file a command writes, by its ``dest``."""
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """One :class:`UsageError` for the first output path that cannot be written, before any
+    work starts (see :func:`autotm_core.formats.document.check_output_path`)."""
+    from autotm_core.formats.document import check_output_path
+
+    for dest, option in OUTPUT_OPTIONS.items():
+        path = getattr(args, dest, None)
+        if isinstance(path, str) and path:
+            check_output_path(path, option)
+
+
 def limit_of(args: argparse.Namespace) -> Limit:
     """The :class:`~autotm_core.capacity.Limit` of ``--fast-capacity``/``--ratio``/``--limit``."""
     from autotm_core.capacity import Limit
@@ -155,7 +182,9 @@ def ilp_settings(args: argparse.Namespace) -> dict[str, Any]:
 
     max_rounds = getattr(args, "max_rounds", None)
     check_settings(time_limit_seconds=args.time_limit, relative_gap=args.gap,
-                   max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds)
+                   max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds,
+                   names={"relative_gap": "--gap", "time_limit_seconds": "--time-limit",
+                          "max_rounds": "--max-rounds"})
     settings: dict[str, Any] = dict(time_limit_seconds=args.time_limit, relative_gap=args.gap,
                                     mode=args.mode, addresses=not args.no_addresses)
     if hasattr(args, "solver"):
@@ -188,5 +217,9 @@ def report_width(console: Any) -> int:
 
 def add_command(subparsers: argparse._SubParsersAction, name: str, description: str, *,
                 help: str) -> argparse.ArgumentParser:
-    """A command's parser: ``name``, its one-line ``help`` and its ``description``."""
-    return subparsers.add_parser(name, help=help, description=" ".join(description.split()))
+    """A command's parser: ``name``, its one-line ``help`` and its ``description``; it takes
+    ``--debug`` too, so that it may come after the command as well as before."""
+    parser = subparsers.add_parser(name, help=help, description=" ".join(description.split()))
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks and debug logs (as before the command)")
+    return parser

@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help='draw a plan: memory over time, time per kernel, an HTML report')
     add_plan_arguments(parser)
     parser.add_argument("--memory", metavar="FILE", help="memory over time (.png or .svg)")
-    parser.add_argument("--kernels", metavar="FILE", help="time per kernel (.png or .svg)")
+    parser.add_argument("--kernels", dest="kernels_plot", metavar="FILE",
+                        help="time per kernel (.png or .svg)")
     parser.add_argument("--html", metavar="FILE", help="a self-contained HTML report")
     add_costs(parser)
     parser.set_defaults(handler=run)
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from autotm_core.report.plan_report import simulation_facts
     from autotm_core.simulation import simulate
 
-    if not (args.memory or args.kernels or args.html):
+    if not (args.memory or args.kernels_plot or args.html):
         raise UsageError("plot needs something to write",
                          hint="give --memory FILE.png, --kernels FILE.svg and/or --html FILE")
     figures.pyplot()  # fail at once, with the install hint, when matplotlib is missing
@@ -44,8 +45,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     written = []
     if args.memory:
         written.append(figures.save_figure(figures.memory_figure(sim, plan), args.memory))
-    if args.kernels:
-        written.append(figures.save_figure(figures.kernel_time_figure(sim), args.kernels))
+    if args.kernels_plot:
+        written.append(figures.save_figure(figures.kernel_time_figure(sim), args.kernels_plot))
     if args.html:
         from autotm_core.report.html import plan_html, write_html
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from autotm_core.cli.options import add_command
 from autotm_core.plugins import FRONTENDS_GROUP, SOLVERS_GROUP, frontends, solvers
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "plugins", help="list the frontend and solver plugins found, and why any cannot run",
-        description=f"List the entry points of the groups {FRONTENDS_GROUP} and {SOLVERS_GROUP}.",
-    )
+    parser = add_command(
+        subparsers, "plugins",
+        f"List the entry points of the groups {FRONTENDS_GROUP} and {SOLVERS_GROUP}.",
+        help="list the frontend and solver plugins found, and why any cannot run")
     parser.set_defaults(handler=run)
 
 
@@ -30,10 +32,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
         table.add_column("description / reason", overflow="fold")  # a reason is never cut short
         for name, entry in entries.items():
             if entry.usable:
-                table.add_row(name, entry.distribution, "[green]yes[/]",
-                              getattr(entry.plugin, "description", ""))
-            else:
-                table.add_row(name, entry.distribution, "[red]no[/]", f"[red]{entry.error}[/]")
+                table.add_row(escape(name), escape(entry.distribution), "[green]yes[/]",
+                              escape(getattr(entry.plugin, "description", "")))
+            else:  # escaped: an install hint's extras ("autotm-core[cbc]") are not markup
+                table.add_row(escape(name), escape(entry.distribution), "[red]no[/]",
+                              f"[red]{escape(str(entry.error))}[/]")
         if not entries:
             table.add_row("-", "-", "-", "none installed")
         console.print(table)

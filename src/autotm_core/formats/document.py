@@ -10,12 +10,13 @@ parsed: a file can never run code.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from autotm_core.errors import FormatError
 
@@ -138,13 +139,18 @@ def parse_document(
     if not text.strip():
         raise fields.fail("", "is empty; expected a JSON object")
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         truncated = exc.pos >= len(text.rstrip()) - 1
         why = "ends too early (truncated?)" if truncated else exc.msg
         raise fields.fail(
             "", f"is not valid JSON: {why} (line {exc.lineno}, column {exc.colno})"
         ) from None
+    except _DuplicateKey as exc:
+        raise fields.fail("", f"gives the key {exc.key!r} twice in one object; JSON readers "
+                          "disagree on which one counts, so give it once") from None
+    except ValueError as exc:  # an integer of over 4,300 digits (Python's limit)
+        raise fields.fail("", f"holds a number too long to read ({exc})") from None
     except RecursionError:  # the decoder recurses once per level of nesting
         raise fields.fail("", "is nested too deeply to be an autotm-core file") from None
     doc = fields.object(data, "(top level)")
@@ -166,6 +172,24 @@ def parse_document(
     return doc, fields
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: builtins.list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice raises :class:`_DuplicateKey`."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
 def envelope(kind: str, version: int) -> dict[str, Any]:
     """The first two fields of an ``autotm-core/<kind>`` document."""
     return {"format": FORMAT_PREFIX + kind, "version": version}
@@ -173,14 +197,71 @@ def envelope(kind: str, version: int) -> dict[str, Any]:
 
 def write_document(path: str | os.PathLike[str], document: Mapping[str, Any]) -> None:
     """Write ``document`` as JSON, atomically: readers never see a half-written file."""
+    with atomic_output(path) as handle:
+        json.dump(document, handle, separators=(",", ":"))
+        handle.write("\n")
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str], *, binary: bool = False) -> Iterator[IO[Any]]:
+    """A file handle whose content replaces ``path`` only when the block ends without error.
+
+    It is written to a temporary file in the same folder, given the mode a new file gets
+    under the process's umask (``mkstemp`` would leave 0600), then renamed over ``path``:
+    a reader never sees a half-written file, and an interrupted write leaves the old one.
+    The folder is created when missing (the command line checks its paths first, with
+    :func:`check_output_path`, and creates none).
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, separators=(",", ":"))
-            handle.write("\n")
+        if binary:
+            with os.fdopen(fd, "wb") as raw:
+                yield raw
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as text:
+                yield text
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output_path(path: str | os.PathLike[str], option: str) -> None:
+    """One :class:`UsageError` if ``path`` cannot be written as a file (it is a folder, its
+    folder is missing or is not a folder, or either is not writable); checked before any
+    work so that none is lost, and no folder is created."""
+    from autotm_core.errors import UsageError
+
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise UsageError(f"{option} {str(path)!r} is a folder, not a file",
+                         hint=f"name a file in it, e.g. {option} {target / 'out.json'}")
+    if not folder.exists():
+        raise UsageError(f"{option} {str(path)!r}: the folder {str(folder)!r} does not exist",
+                         hint="create it first (autotm-core creates no folders) or write "
+                         "elsewhere")
+    if not folder.is_dir():
+        raise UsageError(f"{option} {str(path)!r}: {str(folder)!r} is not a folder",
+                         hint="give a path inside a folder")
+    try:  # the one sure test: make a file there (access() says yes to root on /proc)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+        writable = not target.exists() or os.access(target, os.W_OK)
+    except OSError as exc:
+        writable, why = False, exc.strerror or str(exc)
+    else:
+        why = "permission denied"
+    if not writable:
+        raise UsageError(f"{option} {str(path)!r} cannot be written ({why.lower()})",
+                         hint="write somewhere you may, or change the permissions")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -50,19 +50,31 @@ class CacheOptions:
     """Start from a cache warmed by one step (a training loop's steady state)."""
 
 
+SETTING_NAMES = {"relative_gap": "relative_gap", "time_limit_seconds": "time_limit_seconds",
+                 "max_rounds": "max_rounds"}
+"""How :func:`check_settings` names each setting (the command line passes its options)."""
+
+
 def check_settings(*, time_limit_seconds: float | None, relative_gap: float,
-                   max_rounds: int = DEFAULT_MAX_ROUNDS) -> None:
-    """One :class:`UsageError` naming the first setting out of range, if any."""
+                   max_rounds: int = DEFAULT_MAX_ROUNDS,
+                   names: Mapping[str, str] = SETTING_NAMES) -> None:
+    """One :class:`UsageError` naming the first setting out of range, if any: a relative
+    gap in [0, 1), a finite time limit > 0, at least one fitting round."""
     if not (isinstance(relative_gap, int | float) and math.isfinite(relative_gap)
-            and relative_gap >= 0):
-        raise UsageError(f"gap {relative_gap} is out of range",
-                         hint="give a relative gap >= 0 (0.01 is 1%)")
+            and 0 <= relative_gap < 1):
+        percent = (f" ({relative_gap:g} is {relative_gap * 100:g}%)"
+                   if isinstance(relative_gap, int | float) and math.isfinite(relative_gap)
+                   and relative_gap >= 1 else "")
+        raise UsageError(f"{names['relative_gap']} {relative_gap} is out of range{percent}",
+                         hint="give a relative gap from 0 up to (not including) 1: "
+                         "0.01 is 1%")
     if time_limit_seconds is not None and not (math.isfinite(time_limit_seconds)
                                                and time_limit_seconds > 0):
-        raise UsageError(f"time limit {time_limit_seconds} s is out of range",
-                         hint="give a time limit > 0 seconds")
+        raise UsageError(f"{names['time_limit_seconds']} {time_limit_seconds} is out of range",
+                         hint="give a time limit in seconds, more than 0")
     if max_rounds < 1:
-        raise UsageError(f"max rounds {max_rounds} is out of range", hint="give at least 1")
+        raise UsageError(f"{names['max_rounds']} {max_rounds} is out of range",
+                         hint="give at least 1")
 
 
 def plan(

@@ -153,9 +153,13 @@ def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     if kind not in FORMATS:
         raise UsageError(f"cannot write a picture to {str(out)!r}: unknown type {kind!r}",
                          hint=f"name the file with one of {', '.join('.' + f for f in FORMATS)}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, format=kind, dpi=110)
-    pyplot().close(fig)
+    from autotm_core.formats.document import atomic_output
+
+    try:
+        with atomic_output(out, binary=True) as handle:
+            fig.savefig(handle, format=kind, dpi=110)
+    finally:
+        pyplot().close(fig)
     return out
 
 

@@ -129,9 +129,11 @@ def sweep_html(results: SweepResults, *, price: PriceModel, budget: float | None
 
 def write_html(path: str | os.PathLike[str], text: str) -> Path:
     """Write a report page."""
+    from autotm_core.formats.document import atomic_output
+
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    with atomic_output(out) as handle:
+        handle.write(text)
     return out
 
 

@@ -122,9 +122,10 @@ def load_results(path: str | os.PathLike[str]) -> list[PointResult]:
 
 def write_csv(path: str | os.PathLike[str], results: Iterable[PointResult]) -> Path:
     """Write one row per point with :data:`CSV_COLUMNS`."""
+    from autotm_core.formats.document import atomic_output
+
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_output(out) as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
         writer.writeheader()
         for r in results:
