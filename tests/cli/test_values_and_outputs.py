@@ -129,3 +129,33 @@ def test_plugins_shows_install_hints_whole(capsys: pytest.CaptureFixture[str],
     run = _run(capsys, "plugins")
     assert run.returncode == 0
     assert "'autotm-core[cbc]'" in run.stdout, run.stdout  # not eaten as markup
+
+
+@pytest.mark.parametrize(("name", "hint"), [("mlp", "example:mlp"), ("resnet50", "zoo:resnet50"),
+                                            ("chain-100", "example:chain-100")])
+def test_a_bare_built_in_name_says_how_to_write_it(capsys: pytest.CaptureFixture[str],
+                                                   name: str, hint: str) -> None:
+    run = _run(capsys, "info", name)
+    _refused(run, 1, f"{name}: no such file", f"write {hint}")
+
+
+def test_sweep_ratios_must_be_ratios(capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run(capsys, "sweep", "example:mlp", "--system", "optane-2019", "--ratios", "1:1,4-1")
+    _refused(run, 1, "--ratios: '4-1' is not a PMM:DRAM ratio", "--capacities")
+
+
+def test_verify_against_the_wrong_graph_lists_the_first_problems(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from autotm_core.baselines import run_baseline
+    from autotm_core.plans import save_plan
+    from autotm_core.presets import preset
+    from autotm_core.sources import load_source
+
+    plan = run_baseline("all-slow", load_source("example:cnn"), preset("optane-2019"))
+    path = tmp_path / "cnn-plan.json"
+    save_plan(plan, path)
+    args = ["verify", str(path), "--graph", "example:mlp", "--system", "optane-2019"]
+    short, every = _run(capsys, *args), _run(capsys, *args, "--all")
+    assert short.returncode == every.returncode == 1
+    assert len(short.stdout.splitlines()) == 1 + 15 + 1 and "--all lists every" in short.stdout
+    assert len(every.stdout.splitlines()) > 30

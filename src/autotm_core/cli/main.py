@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     from autotm_core import __version__
 
     parser = argparse.ArgumentParser(
-        prog="python -m autotm_core",
+        prog=_program_name(),
         description=(
             "Plan where every tensor of a deep-learning program lives in a heterogeneous "
             "memory system (fast DRAM/HBM vs slow PMM/CXL/host memory), and when it moves."
@@ -44,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         importlib.import_module(f"autotm_core.cli.{name}_command").register(subparsers)
     return parser
+
+
+def _program_name() -> str:
+    """How the user ran us: ``autotm-core`` (the script) or ``python -m autotm_core``."""
+    from pathlib import Path
+
+    invoked = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return "autotm-core" if invoked.startswith("autotm-core") else "python -m autotm_core"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -124,6 +124,11 @@ def _points(args: argparse.Namespace) -> list[Any]:
                          hint="e.g. sweep example:mlp --system optane-2019, or sweep --grid "
                          "FILE")
     limits = split(args.capacities) if args.capacities else split(args.ratios or DEFAULT_RATIOS)
+    for item in [] if args.capacities else limits:
+        if ":" not in item or "=" in item:
+            raise UsageError(f"--ratios: {item!r} is not a PMM:DRAM ratio",
+                             hint="write slow:fast memory with a colon, e.g. --ratios "
+                             "1:1,4:1,8:1 (sizes go to --capacities)")
     defaults = {"time_limit": DEFAULT_TIME_LIMIT, "gap": 0.01, "mode": "auto", "solver": "highs"}
     for name, value in defaults.items():
         if getattr(args, name) is None:

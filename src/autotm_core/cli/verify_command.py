@@ -19,7 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(subparsers, "verify", DESCRIPTION,
                          help='check that a plan follows every rule (exit status 1 if not)')
     add_plan_arguments(parser)
+    parser.add_argument("--all", action="store_true",
+                        help=f"list every problem (default: the first {SHOWN} and a count)")
     parser.set_defaults(handler=run)
+
+
+SHOWN = 15
+"""Problems listed without --all (a plan checked against the wrong graph has thousands)."""
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -32,8 +38,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         noun = "problem" if len(problems) == 1 else "problems"
         console.print(f"[bold red]INVALID[/] {escape(args.plan)}: {len(problems)} {noun}",
                       soft_wrap=True, highlight=False)
-        for problem in problems:
+        listed = problems if args.all else problems[:SHOWN]
+        for problem in listed:
             console.print(f"  - {escape(problem)}", soft_wrap=True, highlight=False)
+        if len(listed) < len(problems):
+            console.print(f"  ... and {len(problems) - len(listed):,} more (--all lists every "
+                          "one; so many often means the plan is for another graph or system)",
+                          soft_wrap=True, highlight=False)
         return 1
     sync = sum(m.kind is MoveKind.SYNC for m in plan.moves)
     limits = ", ".join(
