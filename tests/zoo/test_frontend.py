@@ -78,3 +78,15 @@ def test_cli_info(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert "no option 'batchsize'" in err and "Traceback" not in err
 
+
+
+def test_options_as_text_are_read_as_in_the_name() -> None:
+    """``import zoo gpt2 --option batch=2`` gives what ``zoo:gpt2:batch=2`` gives."""
+    from autotm_core.formats.graph_json import graph_to_document
+    from autotm_core.zoo import build_network
+
+    text = build_network("gpt2", batch="2", layers="1", seq="16")
+    named = build_network("gpt2:batch=2,layers=1,seq=16")
+    assert graph_to_document(text) == graph_to_document(named)
+    with pytest.raises(UsageError, match="batch='x' is not an integer"):
+        build_network("gpt2", batch="x")

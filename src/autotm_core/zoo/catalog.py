@@ -107,5 +107,7 @@ def build_network(spec: str, **options: Any) -> Graph:
     if twice:
         raise UsageError(f"zoo network {name!r}: option {', '.join(twice)} given twice",
                          hint="give each option either in the name or as an argument")
-    values = {k: _convert(name, k, v, defaults[k]) for k, v in texts.items()}
-    return network.builder(**network.fixed, **values, **options)
+    # options as text (``import zoo resnet50 --option batch=8``) are read as in the name
+    values = {k: _convert(name, k, v, defaults[k]) if isinstance(v, str) else v
+              for k, v in {**texts, **options}.items()}
+    return network.builder(**network.fixed, **values)
