@@ -17,7 +17,9 @@ from autotm_core.errors import PluginError
 from autotm_core.frontends.json_frontend import JsonFrontend
 from autotm_core.plugins import (
     FRONTENDS_GROUP,
+    SOLVERS_GROUP,
     Frontend,
+    PluginEntry,
     discover,
     frontends,
     get_frontend,
@@ -146,3 +148,13 @@ def test_unknown_frontend() -> None:
         get_frontend("nope")
     assert "json" in caught.value.message
     assert "plugins" in caught.value.hint
+
+
+def test_unknown_solver_lists_only_usable_ones_as_usable() -> None:
+    import autotm_core.plugins as plugins
+
+    entries = {"highs": PluginEntry(SOLVERS_GROUP, "highs", "autotm-core", "x:y", plugin=object()),
+               "cbc": PluginEntry(SOLVERS_GROUP, "cbc", "autotm-core", "x:y", error="no program")}
+    with pytest.raises(PluginError) as caught:
+        plugins._usable(entries, "gurobi", "solver")
+    assert "(usable: highs; installed but unusable here: cbc)" in caught.value.message

@@ -165,8 +165,10 @@ def get_frontend(name: str) -> Frontend:
 def _usable(entries: dict[str, PluginEntry], name: str, what: str) -> Any:
     entry = entries.get(name)
     if entry is None:
-        known = ", ".join(sorted(entries)) or "none"
-        raise PluginError(f"no {what} called {name!r} is installed (installed: {known})")
+        usable = ", ".join(n for n in sorted(entries) if entries[n].usable) or "none"
+        unusable = [n for n in sorted(entries) if not entries[n].usable]
+        also = f"; installed but unusable here: {', '.join(unusable)}" if unusable else ""
+        raise PluginError(f"no {what} called {name!r} is installed (usable: {usable}{also})")
     if entry.error is not None:
         raise PluginError(
             f"{what} {name!r} from {entry.distribution!r} cannot be used: {entry.error}"
