@@ -96,6 +96,9 @@ def test_files_are_written_with_the_umasks_mode_and_whole(
     finally:
         os.umask(old)
     assert run.returncode == 0, run
+    title = run.stdout.splitlines()[0]  # the report's title: graph, system, planner, memory
+    assert title.startswith("mlp on optane-2019: synchronous plan, dram "), title
+    assert "(4:1) of peak " in title
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
     assert json.loads(out.read_text())["format"] == "autotm-core/plan"
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]  # no temporary left

@@ -78,6 +78,18 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
     return facts
 
 
+def _title(outcome: Outcome) -> str:
+    """First line: graph, system, planner and the fast memory it had."""
+    problem = outcome.problem
+    fast = problem.fast_capacity_nbytes
+    memory = problem.limited_system.pools[0].name
+    size = "unbounded" if fast is None else format_bytes(fast)
+    limit = f" ({escape(str(problem.limit))})" if str(problem.limit) else ""
+    return (f"[bold]{escape(problem.graph.name)}[/] on {escape(problem.system.name)}: "
+            f"{escape(outcome.planner.name)} plan, {escape(memory)} {size}{limit} of peak "
+            f"{format_bytes(problem.peak_nbytes)}")
+
+
 def _head(outcome: Outcome) -> Table:
     assert outcome.solve is not None and outcome.model is not None
     s, m = outcome.solve, outcome.model
@@ -167,7 +179,8 @@ def _rounds(outcome: Outcome) -> Table | None:
 def render_solve(outcome: Outcome, comparisons: Sequence[Comparison], *, top: int = 10,
                  width: int = 72) -> RenderableType:
     """The solve, the comparison with the baselines and the address fitting, then the plan."""
-    parts: list[RenderableType] = [_head(outcome), "", _compared(outcome, comparisons), ""]
+    parts: list[RenderableType] = [_title(outcome), "", _head(outcome), "",
+                                   _compared(outcome, comparisons), ""]
     rounds = _rounds(outcome)
     if rounds is not None:
         parts += [rounds, ""]
