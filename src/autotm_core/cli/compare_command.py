@@ -61,5 +61,5 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print_json(json.dumps(compare_facts(results)))
     else:
-        console.print(render_compare(results))
+        console.print(render_compare(results, width=console.width))
     return 0

@@ -103,7 +103,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print_json(json.dumps(_facts(results, price, args.budget)))
     else:
-        console.print(render_sweep(results, price=price, budget=args.budget))
+        console.print(render_sweep(results, price=price, budget=args.budget,
+                                   width=console.width))
         for path in (args.output, args.csv, args.html, args.plot):
             if path:
                 console.print(f"wrote {path}", highlight=False, soft_wrap=True)

@@ -26,33 +26,69 @@ def _gap(r: PointResult) -> str:
     return "-" if r.gap is None else f"{r.gap:.2%}"
 
 
-def render_sweep(results: SweepResults, *, price: PriceModel,
-                 budget: float | None = None) -> RenderableType:
-    """A table of every point (knee starred, best in budget in green) and the verdict."""
+def words_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *,
+                width: int = 80, left: Sequence[str] = (), styles: Sequence[str] = ()) -> Table:
+    """A table at most ``width`` columns wide whose cells wrap between words but never inside
+    one: each column keeps its longest word (header and cells; markup not counted), and the
+    columns with most room to spare give it up first. In 80 columns, a pipe or a log, a value
+    and its unit may take two lines; a name or a unit is never cut short."""
+    from rich.text import Text
+
+    plain = [[Text.from_markup(cell).plain for cell in row] for row in rows]
+    longest = [max([len(columns[c]), *(len(row[c]) for row in plain)])
+               for c in range(len(columns))]
+    shortest = [max(len(w) for w in [*columns[c].split(),
+                                     *(w for row in plain for w in row[c].split())] or [""])
+                for c in range(len(columns))]
+    widths = list(longest)
+    excess = sum(widths) + 2 * (len(columns) - 1) + 2 - width  # gaps, and the box's edges
+    while excess > 0:
+        c = max(range(len(columns)), key=lambda i: widths[i] - shortest[i])
+        spare = widths[c] - shortest[c]
+        if spare <= 0:
+            break  # every column at its longest word (narrower than ~66 columns: rich folds)
+        give = min(spare, excess)
+        widths[c] -= give
+        excess -= give
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    for c, column in enumerate(columns):
+        table.add_column(column, width=widths[c], overflow="fold",
+                         justify="left" if column in left else "right")
+    for r, row in enumerate(rows):
+        table.add_row(*row, style=styles[r] if r < len(styles) else "")
+    return table
+
+
+def _limit(text: str) -> str:
+    """A limit as a table shows it: per-pool parts may wrap after their commas."""
+    return escape(text.replace(",", ", "))
+
+
+def render_sweep(results: SweepResults, *, price: PriceModel, budget: float | None = None,
+                 width: int = 80) -> RenderableType:
+    """A table of every point, one per graph (knee starred, best in budget in green), and the
+    verdict; it fits 80 columns."""
     knees = results.knee_keys()
     best = None if budget is None else price.cheapest_within(results.points, budget)
-    graphs = sorted({r.point.graph for r in results.points})
-    title = "sweep: slowdown against fast-memory size"
-    if len(graphs) == 1:
-        title += f" ({graphs[0]} on {results.points[0].point.system})"
-    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
-    columns = ["graph"] if len(graphs) > 1 else []
-    columns += ["planner", "limit", "fast mem", "slowdown", "moved", "cost", "plan time",
-                "gap", "status"]
-    for column in columns:
-        table.add_column(column, no_wrap=True, justify="left"
-                         if column in ("graph", "planner", "status") else "right")
-    for r in results.points:
-        knee = r.point.key in knees
-        status = r.status if r.status == "ok" else f"[yellow]{escape(r.status)}[/]"
-        style = "bold green" if best is not None and r is best else ""
-        cells = [escape(r.point.graph)] if len(graphs) > 1 else []
-        cells += [escape(r.point.planner), escape(r.point.limit),
-                  format_bytes(r.fast_capacity_nbytes), _slowdown(r) + (" ★" if knee else "  "),
-                  format_bytes(r.moved_nbytes), f"{price.cost_of(r):.1%}",
-                  f"{r.plan_seconds:.2f} s", _gap(r), status]
-        table.add_row(*cells, style=style)
+    graphs = list(dict.fromkeys(r.point.graph for r in results.points))
+    columns = ["planner", "limit", "fast mem", "slowdown", "moved", "cost", "plan time", "gap",
+               "status"]
+    tables: list[RenderableType] = []
+    for graph in graphs:
+        points = [r for r in results.points if r.point.graph == graph]
+        rows = [[escape(r.point.planner), _limit(r.point.limit),
+                 format_bytes(r.fast_capacity_nbytes),
+                 _slowdown(r) + (" ★" if r.point.key in knees else ""),
+                 format_bytes(r.moved_nbytes), f"{price.cost_of(r):.1%}",
+                 f"{r.plan_seconds:.2f} s", _gap(r),
+                 r.status if r.status == "ok" else f"[yellow]{escape(r.status)}[/]"]
+                for r in points]
+        styles = ["bold green" if best is not None and r is best else "" for r in points]
+        title = f"sweep: slowdown against fast-memory size ({graph} on {points[0].point.system})"
+        tables.append(words_table(title, columns, rows, width=width,
+                                  left=("planner", "status"), styles=styles))
+    table = Group(*tables)
     lines: list[RenderableType] = [table]
     if knees:
         lines.append("★ knee of the planner's curve: below it each byte of fast memory given up "
@@ -78,7 +114,7 @@ def render_sweep(results: SweepResults, *, price: PriceModel,
     return Group(*lines)
 
 
-def render_compare(results: Sequence[PointResult]) -> RenderableType:
+def render_compare(results: Sequence[PointResult], *, width: int = 80) -> RenderableType:
     """Planners and solvers side by side on one graph and limit; the fastest plan in green."""
     ok = [r for r in results if r.step_seconds is not None]
     fastest = min(ok, key=lambda r: r.step_seconds or 0.0) if ok else None
@@ -87,21 +123,16 @@ def render_compare(results: Sequence[PointResult]) -> RenderableType:
     if first is not None:
         title += (f": {first.point.graph} on {first.point.system}, fast memory "
                   f"{format_bytes(first.fast_capacity_nbytes)} ({first.point.limit})")
-    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
-    for column in ("planner", "solver", "step", "slowdown", "moved", "moves",
-                   "plan time", "gap", "status"):
-        table.add_column(column, no_wrap=True, justify="left"
-                         if column in ("planner", "solver", "status") else "right")
-    for r in results:
-        ilp = r.termination != ""
-        table.add_row(escape(r.point.planner), escape(r.point.solver) if ilp else "-",
-                      "-" if r.step_seconds is None else format_seconds(r.step_seconds),
-                      _slowdown(r), format_bytes(r.moved_nbytes), f"{r.n_moves:,}",
-                      f"{r.plan_seconds:.2f} s", _gap(r),
-                      _SHORT.get(r.termination, r.termination or r.status) if r.status == "ok"
-                      else f"[yellow]{escape(r.status)}[/]",
-                      style="bold green" if r is fastest else "")
+    columns = ("planner", "solver", "step", "slowdown", "moved", "moves", "plan time", "gap",
+               "status")
+    rows = [[escape(r.point.planner), escape(r.point.solver) if r.termination != "" else "-",
+             "-" if r.step_seconds is None else format_seconds(r.step_seconds),
+             _slowdown(r), format_bytes(r.moved_nbytes), f"{r.n_moves:,}",
+             f"{r.plan_seconds:.2f} s", _gap(r),
+             _SHORT.get(r.termination, r.termination or r.status) if r.status == "ok"
+             else f"[yellow]{escape(r.status)}[/]"] for r in results]
+    table = words_table(title, columns, rows, width=width, left=("planner", "solver", "status"),
+                        styles=["bold green" if r is fastest else "" for r in results])
     lines: list[RenderableType] = [table]
     for r in results:
         if r.status != "ok":
