@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from rich.console import Console
 
-from autotm_core.errors import AutotmError
+from autotm_core.errors import AutotmError, SolveInterruptedError
 
 COMMANDS = (
     "info", "plugins", "verify", "simulate", "solve", "baseline", "import", "run", "profile",
@@ -92,7 +92,9 @@ def _joined_negative_values(argv: Sequence[str]) -> list[str]:
 def run_reporting_errors(action: Callable[[], int | None], *, debug: bool = False) -> int:
     """Run ``action``; the exit status, every error reported the command line's way.
 
-    An :class:`~autotm_core.errors.AutotmError` becomes one ``error:`` line and a
+    Ctrl-C (and :class:`~autotm_core.errors.SolveInterruptedError`: a solve interrupted
+    before it found a plan worth keeping) is status 130. An
+    :class:`~autotm_core.errors.AutotmError` becomes one ``error:`` line and a
     ``hint:`` line (status 1; with ``debug``, after its traceback and the one of what
     caused it, e.g. a model's own error a frontend reports), Ctrl-C status 130, and any
     other exception an ``internal error:`` line (status 3; re-raised with ``debug``).
@@ -100,6 +102,11 @@ def run_reporting_errors(action: Callable[[], int | None], *, debug: bool = Fals
     errors = Console(stderr=True, highlight=False)
     try:
         return int(action() or 0)
+    except SolveInterruptedError as exc:  # Ctrl-C before any plan worth keeping was found
+        errors.print(f"[bold red]interrupted:[/] {_escape(exc.message)}", soft_wrap=True)
+        if exc.hint:
+            errors.print(f"[dim]hint:[/] {_escape(exc.hint)}", soft_wrap=True)
+        return 130
     except AutotmError as exc:
         if debug:
             import traceback

@@ -6,10 +6,13 @@ import argparse
 import contextlib
 import json
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from autotm_core.planning import Comparison
 
 from autotm_core.cli.options import (
     add_command,
@@ -66,19 +69,27 @@ def run(args: argparse.Namespace, console: Console) -> int:
                            progress=status.update, **settings)
         if args.output:
             save_plan(outcome.plan, args.output)
-        status.update("computing the baselines")
-        comparisons = compare_baselines(problem)
+        comparisons: Sequence[Comparison] = ()
+        if not outcome.interrupted:  # after Ctrl-C: report what was kept, and stop
+            status.update("computing the baselines")
+            comparisons = compare_baselines(problem)
+    status_code = 130 if outcome.interrupted else 0
     facts = solve_facts(outcome, comparisons, top=max(0, args.top))
     if args.output:
         facts["output"] = args.output
     if args.json:
         console.print_json(json.dumps(facts))
-        return 0
+        return status_code
     console.print(render_solve(outcome, comparisons, top=max(0, args.top),
                                width=report_width(console)))
     if args.output:
         console.print(f"plan written to {args.output}")
-    return 0
+    if outcome.interrupted:
+        console.print("[bold red]interrupted[/] (Ctrl-C): the best verified plan found so far"
+                      + (" with addresses that fit" if outcome.plan.has_offsets else "")
+                      + " is the one reported" + (" and written" if args.output else ""),
+                      soft_wrap=True)
+    return status_code
 
 
 class _StatusHandler(logging.Handler):

@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from autotm_core.errors import CapacityError, UsageError
+from autotm_core.errors import CapacityError, SolveInterruptedError, UsageError
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -146,8 +146,9 @@ def plan_with_addresses(
     round's plan too, where it fits the tightened limits. The fastest of ``start_plans``
     that packs and passes the verifier is the incumbent: returned instead of a slower
     round's plan, or when the rounds fail. The loop ends when the packing fits, or
-    after an interrupted solve (Ctrl-C: the incumbent, else the plan without addresses
-    when it did not fit). Raises :class:`CapacityError` when the first round finds no
+    after an interrupted solve (Ctrl-C: the round's plan when it fits, else the
+    incumbent, else :class:`SolveInterruptedError`: a plan without addresses is never
+    returned). Raises :class:`CapacityError` when the first round finds no
     plan, or when there is no incumbent and ``max_rounds`` solves did not give a plan
     that packs, or tightening left no plan at all.
     """
@@ -218,8 +219,12 @@ def plan_with_addresses(
             if incumbent is not None:
                 logger.warning("interrupted: the start plan that fits is kept")
                 return incumbent.fitted(result, rounds, limits, bound)
-            logger.warning("interrupted: the plan is kept without addresses (it did not pack)")
-            return done
+            # an unfitted plan is not what was asked for, and its time is not one a fitting
+            # plan can have: never present it as the answer
+            raise SolveInterruptedError(
+                f"interrupted (Ctrl-C) in round {number} of address fitting, before any plan "
+                "with addresses that fit was found",
+                hint="let it run longer, or plan with --no-addresses")
         if number == max_rounds:
             break
         previous = (result.plan, *start_plans)

@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from autotm_core.errors import AutotmError, PlanError
+from autotm_core.errors import AutotmError, PlanError, SolveInterruptedError
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ilp.restrictions import model_restrictions
 from autotm_core.planning.mode import PlanMode
@@ -84,10 +84,18 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
         held = _held(problem, formulation, warm_starts) + ([best.plan] if best else [])
         say(f"building the {formulation.value} model of {problem.graph.name} "
             f"({len(problem.graph.kernels):,} kernels)")
-        outcome = _exact(problem, PLANNERS[formulation.value], settings, held, started, say)
+        try:
+            outcome = _exact(problem, PLANNERS[formulation.value], settings, held, started, say)
+        except SolveInterruptedError:
+            if best is None:
+                raise
+            best = _interrupted(best, formulation)
+            break
         if best is not None and best.step_seconds < outcome.step_seconds:
             outcome = _kept(best, outcome)
         best = outcome
+        if best.interrupted:  # Ctrl-C: stop the chain, keep the best verified plan
+            break
     assert best is not None
     return attrs.evolve(best, planner=planner, plan_seconds=time.perf_counter() - started)
 
@@ -232,6 +240,17 @@ def _kept(best: Outcome, richer: Outcome) -> Outcome:
                          proven_optimal=in_model and not richer.solve.restrictions)
     source = best.source if best.source != "ilp" else f"ilp, {best.planner.name} formulation"
     return attrs.evolve(best, solve=stats, model=richer.model, source=source, note=note)
+
+
+def _interrupted(best: Outcome, formulation: Formulation) -> Outcome:
+    """``best`` kept after Ctrl-C stopped the ``formulation`` solve before it found a plan."""
+    assert best.solve is not None
+    note = (f"interrupted (Ctrl-C) during the {formulation.value} solve, before it found a "
+            f"plan; the {best.planner.name} plan is kept")
+    return attrs.evolve(best, solve=attrs.evolve(best.solve, interrupted=True,
+                                                 termination="interrupted",
+                                                 optimal_in_model=False, proven_optimal=False),
+                        note=note)
 
 
 def _approximate(problem: Problem, planner: Planner, settings: IlpSettings, held: list[Plan],

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from autotm_core.errors import CapacityError, PlanError, SolverError
+from autotm_core.errors import CapacityError, PlanError, SolveInterruptedError, SolverError
 from autotm_core.planning import PlanMode, get_planner
 from autotm_core.plans.model import Plan
 from autotm_core.solvers.base import DEFAULT_SOLVER
@@ -165,6 +165,8 @@ def plan_point(point: SweepPoint, *,
         outcome = plan(problem, point.planner, mode=point.mode, addresses=point.addresses,
                        solver=point.solver, time_limit_seconds=point.time_limit_seconds,
                        relative_gap=point.relative_gap, warm_starts=start_plans)
+    except SolveInterruptedError:
+        raise KeyboardInterrupt from None  # Ctrl-C: the point is not finished
     except (CapacityError, SolverError, PlanError) as exc:
         logger.info("no plan for %s: %s", point.key, exc.message)
         return attrs.evolve(base, message=exc.message,
