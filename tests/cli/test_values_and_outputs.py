@@ -162,3 +162,35 @@ def test_verify_against_the_wrong_graph_lists_the_first_problems(
     assert short.returncode == every.returncode == 1
     assert len(short.stdout.splitlines()) == 1 + 15 + 1 and "--all lists every" in short.stdout
     assert len(every.stdout.splitlines()) > 30
+
+
+def test_a_graph_too_big_for_the_machine_is_refused_before_it_is_built(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    started = time.perf_counter()
+    run = _run(capsys, "solve", "example:chain-100000000", "--system", "optane-2019",
+               "--ratio", "4:1")
+    assert time.perf_counter() - started < 10  # nothing was built
+    _refused(run, 1, "example:chain-100000000 (300,000,001 kernels) would take about",
+             "of memory; this machine has")
+
+
+def test_a_model_too_big_is_refused_unless_insisted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autotm_core import resources
+    from autotm_core.errors import UsageError
+    from autotm_core.planning import load_problem, plan
+
+    problem = load_problem("example:mlp", "optane-2019", limit="4:1")
+    monkeypatch.setattr(resources, "available_memory_nbytes", lambda: 1_000_000)
+    with pytest.raises(UsageError, match=r"the asynchronous model of mlp \(\d+ kernels\) would "
+                       "take about .* of memory") as caught:
+        plan(problem, "asynchronous")
+    assert "--formulation synchronous" in (caught.value.hint or "")
+    assert "--insist" in (caught.value.hint or "")
+    assert plan(problem, "static", insist=True, time_limit_seconds=10).plan is not None
+    assert plan(problem, "greedy").plan is not None  # baselines build no model
+    monkeypatch.setattr(resources, "available_memory_nbytes", lambda: None)
+    monkeypatch.setattr(resources, "DEFAULT_MAX_KERNELS", 3)
+    with pytest.raises(UsageError, match="more than the 3 autotm-core plans by default"):
+        plan(problem, "static")

@@ -48,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS, metavar="N",
                         help=f"address-fitting solves before giving up (default "
                         f"{DEFAULT_MAX_ROUNDS})")
+    parser.add_argument("--insist", action="store_true",
+                        help="plan even when the model looks too big for this machine's memory")
     add_output(parser)
     add_top(parser)
     add_json(parser)
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         problem = problem_of(args)
         with _status_from_logs(status, show_logs=args.debug, solver=args.solver):
             outcome = plan(problem, args.formulation, pin_to_fast=args.pin_to_fast,
-                           progress=status.update, **settings)
+                           progress=status.update, insist=args.insist, **settings)
         if args.output:
             save_plan(outcome.plan, args.output)
         comparisons: Sequence[Comparison] = ()

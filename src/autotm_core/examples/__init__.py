@@ -31,6 +31,12 @@ def build_example(name: str, **options: object) -> Graph:
     if name.startswith("chain-"):
         suffix = name.removeprefix("chain-")
         if suffix.isdigit() and int(suffix) > 0:
+            from autotm_core.resources import GRAPH_BYTES_PER_KERNEL, check_fits_machine
+
+            kernels = 3 * int(suffix) + 1
+            # building it is the first thing that would run out of memory
+            check_fits_machine(f"example:{name}", kernels, kernels * GRAPH_BYTES_PER_KERNEL,
+                               max_kernels=None)
             return training_chain(int(suffix))
     raise PluginError(
         f"no example graph called {name!r}",

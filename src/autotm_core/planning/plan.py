@@ -91,6 +91,7 @@ def plan(
     pin_to_fast: bool = False,
     cache: CacheOptions | None = None,
     progress: Progress | None = None,
+    insist: bool = False,
 ) -> Outcome:
     """Plan ``problem`` with ``planner``; the plan is verified and simulated.
 
@@ -99,7 +100,9 @@ def plan(
     that fits (exact planning; approximate plans carry none); ``solver`` is the
     solver plugin, checked before anything is built; ``warm_starts`` are plans
     offered as starting solutions (e.g. a neighbouring point's). Baselines ignore
-    the ILP settings; ``cache`` configures 2LM. Raises
+    the ILP settings; ``cache`` configures 2LM. An ILP plan of a graph too big for this
+    machine's memory (:mod:`autotm_core.resources`) is refused before anything is
+    built unless ``insist``. Raises
     :class:`~autotm_core.errors.CapacityError` when no plan fits the limit and
     :class:`~autotm_core.errors.SolverError` when the solver found none.
     """
@@ -112,8 +115,10 @@ def plan(
         return _baseline(problem, chosen, cache or CacheOptions(), started)
     from autotm_core.planning.ilp import IlpSettings, plan_ilp
     from autotm_core.plugins import get_solver
+    from autotm_core.resources import check_model_fits
 
     backend = get_solver(solver)  # fail now, saying what to install, rather than after building
+    check_model_fits(problem.graph.name, len(problem.graph.kernels), chosen.name, insist=insist)
     settings = IlpSettings(
         mode=resolve_mode(problem.graph, mode), addresses=addresses, solver=backend,
         time_limit_seconds=time_limit_seconds, relative_gap=relative_gap, max_rounds=max_rounds,
