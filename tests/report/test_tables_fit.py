@@ -46,3 +46,19 @@ def test_sweep_and_compare_fit_and_cut_nothing(results, width: int) -> None:  # 
         # the next line of the same column, never cut into pieces
         assert not re.search(r"\b(Mi|Ki|Gi)\b", page), page
         assert "dram=4:1" in page and "hbm=4:1," in page
+
+
+def test_a_long_name_folds_before_a_number_is_split() -> None:
+    from autotm_core.report.tables import words_table
+
+    name = "layer4.0.downsample.conv.weight.momentum.update.and.more.words.in.one.name"
+    rows = [["541", name, "857.083 us", "0.000 us", "144.802 us", "1.198 ms"]]
+    columns = ("#", "kernel", "run", "async moves", "sync moves before", "counted")
+    page = _text(words_table("kernels", columns, rows, width=80, left=("kernel",)), 80)
+    assert max(len(line.rstrip()) for line in page.splitlines()) <= 80, page
+    for number in ("857.083", "144.802", "1.198", "541"):
+        assert number in page.split(), (number, page)
+    pieces = [token for token in page.split() if token in name]
+    assert "".join(pieces) == name, page  # folded onto lines of its own, every character kept
+    wide = _text(words_table("kernels", columns, rows, width=200, left=("kernel",)), 200)
+    assert name in wide and "857.083 us" in wide  # room enough: one line each

@@ -212,7 +212,9 @@ def plan_inputs(args: argparse.Namespace, *,
 
 def report_width(console: Any) -> int:
     """Width of the charts in a report on ``console`` (room left for their labels)."""
-    return max(20, min(100, console.width - 16))
+    from autotm_core.report.charts import CHART_MARGIN
+
+    return max(20, min(100, console.width - CHART_MARGIN))
 
 
 def add_command(subparsers: argparse._SubParsersAction, name: str, description: str, *,

@@ -11,6 +11,11 @@ from autotm_core.units import format_bytes
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
+CHART_MARGIN = 16
+"""Columns a report leaves beside its charts for their labels: a chart ``width`` wide sits
+on a console ``width + CHART_MARGIN`` wide."""
+
+
 def bucket_max(values: npt.ArrayLike, width: int) -> npt.NDArray[np.float64]:
     """``values`` reduced to at most ``width`` points, each the maximum of its bucket."""
     data = np.asarray(values, dtype=np.float64)

@@ -6,9 +6,11 @@ from typing import Any
 
 import numpy as np
 from rich.console import Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
 
-from autotm_core.report.charts import memory_chart
+from autotm_core.report.charts import CHART_MARGIN, memory_chart
+from autotm_core.report.tables import words_table
 from autotm_core.simulation import Simulation
 from autotm_core.units import format_bytes, format_seconds
 
@@ -94,13 +96,14 @@ def render_simulation(sim: Simulation, facts: dict[str, Any], *, width: int = 72
 
     charts = [_chart(sim, p, width) for p in range(len(sim.pool_names))]
 
-    kernels = Table(title="kernels taking the most time", title_justify="left")
-    for column in ("#", "kernel", "run", "async moves", "sync moves before", "counted"):
-        kernels.add_column(column, justify="left" if column == "kernel" else "right")
-    for k in facts["top_kernels"]:
-        kernels.add_row(str(k["index"]), k["name"], format_seconds(k["kernel_seconds"]),
-                        format_seconds(k["async_seconds"]), format_seconds(k["sync_seconds"]),
-                        format_seconds(k["effective_seconds"] + k["sync_seconds"]))
+    rows = [[str(k["index"]), escape(k["name"]), format_seconds(k["kernel_seconds"]),
+             format_seconds(k["async_seconds"]), format_seconds(k["sync_seconds"]),
+             format_seconds(k["effective_seconds"] + k["sync_seconds"])]
+            for k in facts["top_kernels"]]
+    # as wide as the console the charts were sized for (``width`` leaves room for labels)
+    kernels = words_table("kernels taking the most time",
+                          ("#", "kernel", "run", "async moves", "sync moves before", "counted"),
+                          rows, width=width + CHART_MARGIN, left=("kernel",))
     return Group(head, "", moves, "", pools, "", *charts, kernels)
 
 
