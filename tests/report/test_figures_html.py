@@ -107,3 +107,20 @@ def test_sweep_report_in_a_headless_browser(tmp_path: Path) -> None:
     _self_contained(text)
     assert "Cheapest within a 2x slowdown budget" in text and "(knee)" in text
     _not_blank(_screenshot(tmp_path, page))
+
+
+@pytest.mark.highs
+def test_plot_html_says_how_good_the_plan_is(tmp_path: Path) -> None:
+    """The page carries the limits, the solver's bound and gap, and every baseline."""
+    from autotm_core.cli.main import main
+
+    plan, page = tmp_path / "plan.json", tmp_path / "plan.html"
+    point = ["--system", "optane-2019"]
+    assert main(["solve", "example:mlp", *point, "--ratio", "4:1", "--time-limit", "20",
+                 "-o", str(plan)]) == 0
+    assert main(["plot", str(plan), "--graph", "example:mlp", *point, "--html", str(page)]) == 0
+    text = re.sub(r"<[^>]+>", " ", page.read_text())
+    for words in ("limits", "dram", "solver", "highs", "lower bound", "gap to the bound",
+                  "Against the baselines", "first-touch", "greedy", "2lm", "this plan"):
+        assert words in text, words
+    _self_contained(page.read_text())

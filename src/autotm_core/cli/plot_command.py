@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.console import Console
 
@@ -48,10 +49,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.kernels_plot:
         written.append(figures.save_figure(figures.kernel_time_figure(sim), args.kernels_plot))
     if args.html:
+        from autotm_core.planning import compare_baselines
         from autotm_core.report.html import plan_html, write_html
 
         facts = simulation_facts(sim, all_fast_seconds=problem.all_fast_seconds)
-        written.append(write_html(args.html, plan_html(plan, sim, facts)))
+        limited = problem.with_limit(_limit_of(plan, system))
+        written.append(write_html(args.html, plan_html(
+            plan, sim, facts, comparisons=compare_baselines(limited))))
     for path in written:
         console.print(f"wrote {path}", highlight=False, soft_wrap=True)
     return 0
+
+
+def _limit_of(plan: Any, system: Any) -> str:
+    """The plan's capacities as a ``--limit`` (each pool the plan bounds below the system)."""
+    parts = [f"{pool}={nbytes}" for pool, nbytes in plan.capacities.items()
+             if nbytes is not None and nbytes != system.pool(pool).capacity_nbytes]
+    return ",".join(parts)

@@ -37,10 +37,16 @@ figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 """
 
 
-def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str = "") -> str:
-    """The report of one simulated plan (``facts`` from ``simulation_facts``)."""
+def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str = "",
+              comparisons: Sequence[Any] = ()) -> str:
+    """The report of one simulated plan (``facts`` from ``simulation_facts``): what it is,
+    how good it is (the solver's bound and gap where the plan records them, and every
+    baseline of ``comparisons`` at the same limits) and where its time goes."""
     heading = title or f"{sim.planner or 'plan'} for {sim.graph} on {sim.system}"
+    limits = ", ".join(f"{pool} {format_bytes(n)}" for pool, n in plan.capacities.items()
+                       if n is not None)
     summary = [
+        ("limits", limits or "none: every pool unbounded"),
         ("kernels", f"{sim.n_kernels:,}"),
         ("predicted step", format_seconds(facts["step_seconds"])),
         ("sync moves", format_seconds(facts["sync_seconds"])),
@@ -48,6 +54,7 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
     ]
     if facts.get("slowdown"):
         summary.append(("slowdown vs all in fastest pool", f"{facts['slowdown']:.3f}x"))
+    summary += _solver_facts(plan)
     pools = [[p["name"], format_bytes(p["peak_nbytes"]),
               "unbounded" if p["capacity_nbytes"] is None else format_bytes(p["capacity_nbytes"])]
              for p in facts["pools"]]
@@ -59,6 +66,7 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
     body = [
         f"<h1>{_e(heading)}</h1>",
         _pairs(summary),
+        *_against_baselines(facts["step_seconds"], comparisons),
         "<h2>Memory over time</h2>",
         _figure(figure_svg(memory_figure(sim, plan)),
                 "Bytes in each pool at each kernel; dashed: capacity; ▲ moves in, ▼ moves out."),
@@ -72,6 +80,41 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
         _table(["#", "kernel", "run", "sync moves before", "async moves"], kernels),
     ]
     return _page(heading, body)
+
+
+def _solver_facts(plan: Plan) -> list[tuple[str, str]]:
+    """What the planner recorded of its solve: solver, termination, objective, bound, gap."""
+    a = plan.attributes
+    rows = []
+    if a.get("solver"):
+        termination = str(a.get("termination", "")).replace("_", " ")
+        rows.append(("solver", f"{a['solver']} ({termination})"))
+    for key, label in (("objective_seconds", "objective"), ("bound_seconds", "lower bound")):
+        if isinstance(a.get(key), int | float):
+            rows.append((label, format_seconds(float(a[key]))))
+    if isinstance(a.get("gap"), int | float):
+        rows.append(("gap to the bound", f"{float(a['gap']):.2%}"))
+    return rows
+
+
+def _against_baselines(step_seconds: float, comparisons: Sequence[Any]) -> list[str]:
+    """A section with every baseline's step time at the same limits, against this plan."""
+    if not comparisons:
+        return []
+    rows = []
+    for c in comparisons:
+        if c.outcome is None:
+            rows.append([c.planner, "-", "-", c.reason])
+            continue
+        ratio = c.outcome.step_seconds / step_seconds if step_seconds > 0 else float("nan")
+        slowdown = c.outcome.slowdown
+        rows.append([c.planner, format_seconds(c.outcome.step_seconds),
+                     "-" if slowdown is None else f"{slowdown:.3f}x",
+                     f"{ratio:.3f}x this plan's time"])
+    return ["<h2>Against the baselines</h2>",
+            "<p class='note'>Each baseline planned at the same limits and priced by the same "
+            "costs; the last column is its step time over this plan's.</p>",
+            _table(["baseline", "step", "slowdown", "against this plan"], rows)]
 
 
 def sweep_html(results: SweepResults, *, price: PriceModel, budget: float | None = None,
