@@ -43,7 +43,7 @@ def test_figures_are_written_as_png_and_svg(tmp_path: Path, simulated) -> None:
     svg = figures.save_figure(figures.kernel_time_figure(sim), tmp_path / "k.svg")
     assert "<svg" in svg.read_text()
     curve = figures.tradeoff_figure({"greedy": [(10, 2.0), (20, 1.2), (40, 1.0)]},
-                                    knee=(20, 1.2), budget=1.5)
+                                    knees={"greedy": (20, 1.2)}, budget=1.5)
     assert figures.figure_svg(curve).startswith("<svg")
     with pytest.raises(UsageError, match="unknown type 'jpg'"):
         figures.save_figure(figures.kernel_time_figure(sim), tmp_path / "k.jpg")
@@ -106,6 +106,12 @@ def test_sweep_report_in_a_headless_browser(tmp_path: Path) -> None:
     text = page.read_text()
     _self_contained(text)
     assert "Cheapest within a 2x slowdown budget" in text and "(knee)" in text
+    # every planner's knee is drawn, in its legend; the highlighted rows are explained
+    knees = {c.planner for c in results.curves() if c.knee is not None}
+    assert knees == {"first-touch", "greedy"}
+    for planner in knees:
+        assert f"{planner}&#x27;s knee" in text or f"{planner}'s knee" in text, planner
+    assert "Highlighted rows" in text and "cheapest point within the 2x" in text
     _not_blank(_screenshot(tmp_path, page))
 
 

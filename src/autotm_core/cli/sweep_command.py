@@ -197,11 +197,14 @@ def _pictures(args: argparse.Namespace, results: Any, price: Any) -> None:
         from autotm_core.report.figures import save_figure, tradeoff_figure
 
         curves = results.curves()
-        knee = next((c.knee for c in curves if c.knee is not None), None)
+
+        def name(c: Any) -> str:
+            return f"{c.planner} ({c.graph})" if len(args.graphs) > 1 else c.planner
+
         save_figure(tradeoff_figure(
-            {f"{c.planner} ({c.graph})" if len(args.graphs) > 1 else c.planner:
-             [(r.fast_capacity_nbytes, r.slowdown) for r in c.points] for c in curves},
-            knee=None if knee is None else (knee.fast_capacity_nbytes, knee.slowdown),
+            {name(c): [(r.fast_capacity_nbytes, r.slowdown) for r in c.points] for c in curves},
+            knees={name(c): (c.knee.fast_capacity_nbytes, c.knee.slowdown)
+                   for c in curves if c.knee is not None},
             budget=args.budget), args.plot)
 
 

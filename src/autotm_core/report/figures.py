@@ -115,13 +115,15 @@ def kernel_time_figure(sim: Simulation, *, title: str = "") -> Any:
 def tradeoff_figure(
     curves: Mapping[str, Sequence[tuple[int, float]]],
     *,
-    knee: tuple[int, float] | None = None,
+    knees: Mapping[str, tuple[int, float]] | None = None,
     budget: float | None = None,
     title: str = "",
 ) -> Any:
-    """Slowdown against fast-memory bytes, one line per planner; the knee and budget marked.
+    """Slowdown against fast-memory bytes, one line per planner; each planner's knee (a star
+    in its line's colour, named in the legend) and the budget marked.
 
-    ``curves`` maps a planner name to (fast capacity in bytes, slowdown) points.
+    ``curves`` maps a planner name to (fast capacity in bytes, slowdown) points; ``knees`` a
+    planner name to its knee point.
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -132,15 +134,17 @@ def tradeoff_figure(
         if pts:
             ax.plot([c / scale for c, _ in pts], [s for _, s in pts], "o-", color=f"C{i}",
                     label=name, markersize=4)
-    if knee is not None:
-        ax.plot([knee[0] / scale], [knee[1]], "*", color="red", markersize=16, zorder=5,
-                label=f"knee: {format_bytes(knee[0])}, {knee[1]:.3g}x")
+        knee = (knees or {}).get(name)
+        if knee is not None:
+            ax.plot([knee[0] / scale], [knee[1]], "*", color=f"C{i}", markeredgecolor="black",
+                    markersize=15, zorder=5,
+                    label=f"{name}'s knee: {format_bytes(knee[0])}, {knee[1]:.3g}x")
     if budget is not None:
         ax.axhline(budget, color="grey", linestyle=":", label=f"budget {budget:.3g}x")
     ax.set_xlabel(f"fast memory ({unit})")
     ax.set_ylabel("slowdown vs all in fast memory")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="best")
     ax.set_title(title or "trade-off: slowdown against fast-memory size")
     fig.tight_layout()
     return fig

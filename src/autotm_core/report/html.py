@@ -32,6 +32,9 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; white
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 tr.knee td { background: #fff3c4; font-weight: bold; }
 tr.best td { background: #d9f2d9; }
+.swatch { padding: 0 0.4em; }
+.swatch.knee { background: #fff3c4; font-weight: bold; }
+.swatch.best { background: #d9f2d9; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 .note { color: #555; }
 """
@@ -141,16 +144,16 @@ def sweep_html(results: SweepResults, *, price: PriceModel, budget: float | None
         by_graph.setdefault((curve.graph, curve.system), []).append(curve)
     for (graph, system), curves in by_graph.items():
         body.append(f"<h2>{_e(graph)} on {_e(system)}</h2>")
-        main = next((c for c in curves if c.knee is not None), None)
-        knee = None if main is None or main.knee is None else (
-            main.knee.fast_capacity_nbytes, main.knee.slowdown or 0.0)
         fig = tradeoff_figure(
             {c.planner: [(r.fast_capacity_nbytes, r.slowdown or 0.0) for r in c.points]
              for c in curves},
-            knee=knee, budget=budget, title=f"{graph} on {system}")
+            knees={c.planner: (c.knee.fast_capacity_nbytes, c.knee.slowdown or 0.0)
+                   for c in curves if c.knee is not None},
+            budget=budget, title=f"{graph} on {system}")
         caption = "Slowdown against all in fast memory, per planner"
-        if main is not None:
-            caption += f"; the star marks the knee of {main.planner}'s curve"
+        if any(c.knee is not None for c in curves):
+            caption += ("; a star in a planner's colour marks the knee of its curve: below it, "
+                        "each byte of fast memory given up costs much more speed than above it")
         body.append(_figure(figure_svg(fig), caption + "."))
     rows, classes = [], []
     for r in results.points:
@@ -164,6 +167,11 @@ def sweep_html(results: SweepResults, *, price: PriceModel, budget: float | None
         classes.append("best" if best is not None and r is best
                        else "knee" if r.point.key in knees else "")
     body.append("<h2>Points</h2>")
+    marks = ["<span class='swatch knee'>yellow, bold</span>: a knee of its planner's curve"]
+    if best is not None:
+        marks.append(f"<span class='swatch best'>green</span>: the cheapest point within the "
+                     f"{budget:.3g}x slowdown budget")
+    body.append("<p class='note'>Highlighted rows: " + "; ".join(marks) + ".</p>")
     body.append(_table(["graph", "planner", "limit", "fast memory", "slowdown", "step",
                         "moved", "memory cost", "plan time", "gap", "status"], rows,
                        row_classes=classes, left=2))
