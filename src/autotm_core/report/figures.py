@@ -46,10 +46,12 @@ def pyplot() -> Any:
 
 
 def memory_figure(sim: Simulation, plan: Plan | None = None, *, title: str = "") -> Any:
-    """Bytes in each pool over kernels with its capacity line; moves of ``plan`` marked."""
+    """Bytes in each pool over kernels with its capacity line; moves of ``plan`` marked in a
+    strip under each pool's curve (moves in, then moves out, each on its own row); legends
+    beside the axes, never over the data."""
     plt = pyplot()
     n_pools = len(sim.pool_names)
-    fig, axes = plt.subplots(n_pools, 1, figsize=(9, 2.4 * n_pools + 0.6), sharex=True,
+    fig, axes = plt.subplots(n_pools, 1, figsize=(10, 2.6 * n_pools + 0.6), sharex=True,
                              squeeze=False)
     x = np.arange(sim.n_kernels)
     for p, ax in enumerate(axes[:, 0]):
@@ -62,14 +64,18 @@ def memory_figure(sim: Simulation, plan: Plan | None = None, *, title: str = "")
         if capacity is not None:
             ax.axhline(capacity / scale, color="red", linestyle="--", linewidth=1,
                        label=f"capacity {format_bytes(capacity)}")
-        if plan is not None:
-            _mark_moves(ax, plan, sim.pool_names[p])
+        top = max(int(sim.peak_nbytes[p]), capacity or 0, 1) / scale * 1.05
+        marked = plan is not None and _mark_moves(ax, plan, sim.pool_names[p], top)
+        ax.set_ylim(-0.25 * top if marked else 0, top)
+        ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top])
+        if marked:
+            ax.axhline(0, color="black", linewidth=0.6)
         ax.set_ylabel(f"{sim.pool_names[p]} ({unit})")
-        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         handles, _ = ax.get_legend_handles_labels()
         if handles:
-            ax.legend(loc="upper right", fontsize="small")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small",
+                      borderaxespad=0)
     axes[-1, 0].set_xlabel("kernel")
     fig.suptitle(title or f"memory over time: {sim.planner or 'plan'} for {sim.graph} "
                  f"on {sim.system}")
@@ -77,17 +83,18 @@ def memory_figure(sim: Simulation, plan: Plan | None = None, *, title: str = "")
     return fig
 
 
-def _mark_moves(ax: Any, plan: Plan, pool: str) -> None:
-    """Ticks at the bottom of the pool's axes: ▲ moves into the pool, ▼ moves out of it."""
+def _mark_moves(ax: Any, plan: Plan, pool: str, top: float) -> bool:
+    """Marks under the pool's curve, below zero: ▲ moves into the pool on the upper row, ▼
+    moves out of it on the lower one. Whether there were any."""
     into = sorted({m.kernel for m in plan.moves if m.target == pool})
     out = sorted({m.kernel for m in plan.moves if m.source == pool})
-    transform = ax.get_xaxis_transform()
     if into:
-        ax.plot(into, [0.03] * len(into), "^", color="green", markersize=4, transform=transform,
+        ax.plot(into, [-0.08 * top] * len(into), "^", color="green", markersize=4,
                 label=f"moves in ({sum(m.target == pool for m in plan.moves)})")
     if out:
-        ax.plot(out, [0.03] * len(out), "v", color="purple", markersize=4, transform=transform,
+        ax.plot(out, [-0.18 * top] * len(out), "v", color="purple", markersize=4,
                 label=f"moves out ({sum(m.source == pool for m in plan.moves)})")
+    return bool(into or out)
 
 
 def kernel_time_figure(sim: Simulation, *, title: str = "") -> Any:

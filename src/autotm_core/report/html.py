@@ -72,7 +72,9 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
         *_against_baselines(facts["step_seconds"], comparisons),
         "<h2>Memory over time</h2>",
         _figure(figure_svg(memory_figure(sim, plan)),
-                "Bytes in each pool at each kernel; dashed: capacity; ▲ moves in, ▼ moves out."),
+                "Bytes in each pool at each kernel; dashed: capacity. Under each curve, a row of "
+                "▲ for the kernels where tensors move into the pool and a row of ▼ for those "
+                "where they move out."),
         _table(["pool", "peak", "capacity"], pools),
         "<h2>Moves</h2>",
         _table(["from", "to", "kind", "count", "bytes"], moves) if moves
