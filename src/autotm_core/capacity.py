@@ -107,7 +107,11 @@ class Limit:
                              hint="e.g. --fast-capacity 16GiB, --ratio 4:1, or "
                              "--limit hbm=4:1,dram=4:1")
         if nbytes is not None:
-            return cls((PoolLimit(None, nbytes=parse_size(nbytes)),), str(nbytes))
+            try:
+                size = parse_size(nbytes)
+            except UsageError as exc:  # name the option: the message alone says "size '3.5'"
+                raise UsageError(f"--fast-capacity: {exc.message}", hint=exc.hint) from None
+            return cls((PoolLimit(None, nbytes=size),), str(nbytes))
         if ratio is not None:
             if "=" in ratio:
                 raise UsageError(f"--ratio {ratio!r} is not a ratio",
