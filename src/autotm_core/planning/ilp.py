@@ -32,7 +32,8 @@ from autotm_core.planning.mode import PlanMode
 from autotm_core.planning.outcome import Addresses, ModelSize, Outcome, SolveStats
 from autotm_core.planning.planners import PLANNERS, Planner
 from autotm_core.planning.problem import Problem
-from autotm_core.plans.model import Plan
+from autotm_core.plans.model import MoveKind, Plan
+from autotm_core.simulation import Simulation
 
 logger = logging.getLogger(__name__)
 
@@ -76,12 +77,13 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
     started = time.perf_counter()
     target = planner.formulation
     assert target is not None  # every ILP planner has one
+    priced = _priced(problem, target, warm_starts)  # verified and simulated once per call
     if settings.mode is PlanMode.APPROXIMATE:
-        held = _held(problem, target, warm_starts)
-        return _approximate(problem, planner, settings, held, started, say)
+        return _approximate(problem, planner, settings, _allowed(priced, target), started, say)
     best: Outcome | None = None
     for formulation in CHAIN[:CHAIN.index(target) + 1]:
-        held = _held(problem, formulation, warm_starts) + ([best.plan] if best else [])
+        held = _allowed(priced, formulation) + (
+            [_Held(best.plan, best.simulation)] if best else [])
         say(f"building the {formulation.value} model of {problem.graph.name} "
             f"({len(problem.graph.kernels):,} kernels)")
         try:
@@ -100,35 +102,48 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
     return attrs.evolve(best, planner=planner, plan_seconds=time.perf_counter() - started)
 
 
-def _held(problem: Problem, formulation: Formulation, warm_starts: Sequence[Plan]) -> list[Plan]:
-    """Verified plans the formulation allows and the costs can price: the warm starts, and
-    the baselines to beat."""
+@attrs.frozen
+class _Held:
+    """A plan the planner holds, verified, with its simulation under the problem's costs."""
+
+    plan: Plan
+    simulation: Simulation
+
+
+def _priced(problem: Problem, target: Formulation, warm_starts: Sequence[Plan]) -> list[_Held]:
+    """The plans to beat, verified and simulated: the warm starts, first-touch's and (for a
+    moving ``target``) greedy's. Plans the verifier refuses or the costs cannot price are
+    left out."""
     from autotm_core.baselines import first_touch, greedy
     from autotm_core.plans.verify import verify_plan
     from autotm_core.simulation import simulate
 
     graph, system = problem.graph, problem.limited_system
-    baselines = (first_touch,) if formulation is Formulation.STATIC else (first_touch, greedy)
+    baselines = (first_touch,) if target is Formulation.STATIC else (first_touch, greedy)
     candidates = list(warm_starts)
     for baseline in baselines:
         try:
             candidates.append(baseline(graph, system, costs=problem.costs))
         except AutotmError as exc:
             logger.info("no %s plan to hold: %s", baseline.__name__, exc.message)
-    allowed = [p for p in candidates
-               if (formulation is not Formulation.STATIC or not p.moves)
-               and (formulation is Formulation.ASYNCHRONOUS
-                    or all(m.kind.value == "sync" for m in p.moves))]
     held = []
-    for plan in allowed:
+    for plan in candidates:
         if verify_plan(plan, graph, system):
             continue
         try:
-            simulate(plan, graph, system, problem.costs)
+            held.append(_Held(plan, simulate(plan, graph, system, problem.costs)))
         except PlanError:  # a configuration its cost table lacks
             continue
-        held.append(plan)
     return held
+
+
+def _allowed(priced: Sequence[_Held], formulation: Formulation) -> list[_Held]:
+    """The held plans ``formulation`` allows: no moves for static, no asynchronous ones for
+    synchronous."""
+    return [h for h in priced
+            if (formulation is not Formulation.STATIC or not h.plan.moves)
+            and (formulation is Formulation.ASYNCHRONOUS
+                 or all(m.kind is MoveKind.SYNC for m in h.plan.moves))]
 
 
 def _options(settings: IlpSettings, formulation: Formulation) -> FormulationOptions:
@@ -136,7 +151,7 @@ def _options(settings: IlpSettings, formulation: Formulation) -> FormulationOpti
                               page_nbytes=settings.page_nbytes)
 
 
-def _exact(problem: Problem, planner: Planner, settings: IlpSettings, held: list[Plan],
+def _exact(problem: Problem, planner: Planner, settings: IlpSettings, held: list[_Held],
            started: float, say: Callable[[str], None]) -> Outcome:
     """One exact solve of ``planner``'s formulation, with addresses when asked."""
     from autotm_core.simulation import simulate
@@ -145,7 +160,8 @@ def _exact(problem: Problem, planner: Planner, settings: IlpSettings, held: list
     common: dict[str, Any] = dict(
         costs=problem.costs, options=_options(settings, planner.formulation),
         solver=settings.solver, relative_gap=settings.relative_gap,
-        time_limit_seconds=settings.time_limit_seconds, start_plans=tuple(held))
+        time_limit_seconds=settings.time_limit_seconds,
+        start_plans=tuple(h.plan for h in held))
     graph, system = problem.graph, problem.limited_system
     fitting = None
     if settings.addresses:
@@ -167,12 +183,9 @@ def _exact(problem: Problem, planner: Planner, settings: IlpSettings, held: list
         plan, bound, simulation, source = (result.plan, result.bound_seconds,
                                            result.simulation, "ilp")
         for other in held:  # a held plan the solve did not beat (time limit, gap) is kept
-            try:
-                timed = simulate(other, graph, system, problem.costs)
-            except PlanError:  # a cost table that cannot price it
-                continue
-            if timed.step_seconds < simulation.step_seconds:
-                plan, simulation, source = other, timed, _held_source(other.planner)
+            if other.simulation.step_seconds < simulation.step_seconds:
+                plan, simulation = other.plan, other.simulation
+                source = _held_source(other.plan.planner)
     restrictions = model_restrictions(graph, system, costs=problem.costs,
                                       options=common["options"])
     stats = _stats(result, bound=bound, step_seconds=float(simulation.step_seconds),
@@ -253,7 +266,7 @@ def _interrupted(best: Outcome, formulation: Formulation) -> Outcome:
                         note=note)
 
 
-def _approximate(problem: Problem, planner: Planner, settings: IlpSettings, held: list[Plan],
+def _approximate(problem: Problem, planner: Planner, settings: IlpSettings, held: list[_Held],
                  started: float, say: Callable[[str], None]) -> Outcome:
     from autotm_core.ilp.approximate import plan_approximate
 
@@ -265,7 +278,7 @@ def _approximate(problem: Problem, planner: Planner, settings: IlpSettings, held
         graph, problem.limited_system, costs=problem.costs, solver=settings.solver,
         options=_options(settings, planner.formulation), relative_gap=settings.relative_gap,
         time_budget_seconds=settings.time_limit_seconds or DEFAULT_APPROXIMATE_SECONDS,
-        start_plans=tuple(held))
+        start_plans=tuple(h.plan for h in held))
     restrictions = model_restrictions(graph, problem.limited_system, costs=problem.costs,
                                       options=_options(settings, planner.formulation))
     stats = SolveStats(
