@@ -96,4 +96,4 @@ def test_explain_command(tmp_path, cnn, optane) -> None:
                          env={"COLUMNS": "120", "NO_COLOR": "1", "PATH": ""}).stdout
     assert "best placement" in out and moved.tensor in out
     bad = subprocess.run([*common, "--tensor", "nope"], capture_output=True, text=True)
-    assert bad.returncode == 1 and "no tensor called 'nope'" in bad.stderr
+    assert bad.returncode == 2 and "no tensor called 'nope'" in bad.stderr

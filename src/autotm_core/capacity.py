@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import attrs
 
-from autotm_core.errors import CapacityError, UsageError
+from autotm_core.errors import CapacityError, MemorySystemError, UsageError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.units import fast_capacity_for_ratio, format_bytes, parse_ratio, parse_size
@@ -134,7 +134,10 @@ class Limit:
         out: dict[str, int] = {}
         for part in self.parts:
             name = system.fast.name if part.pool is None else part.pool
-            system.pool_index(name)  # an unknown pool: one error naming the pools
+            try:
+                system.pool_index(name)
+            except MemorySystemError as exc:  # a name given with the limit: a usage error
+                raise UsageError(f"limit {self}: {exc.message}", hint=exc.hint) from None
             out[name] = part.resolve(peak)
         return out
 

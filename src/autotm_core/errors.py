@@ -3,8 +3,28 @@
 Every error the library raises on purpose derives from :class:`AutotmError`.
 Each carries a message that says what is wrong and, where it can, a ``hint``
 that says what to do. The command line catches :class:`AutotmError`, prints the
-message and the hint on one line each, and exits non-zero: a traceback that
-reaches a user is a bug.
+message and the hint on one line each, and exits with the error's
+:attr:`~AutotmError.exit_status`: a traceback that reaches a user is a bug.
+
+Exit statuses, one rule for every command:
+
+- **2, usage error** (:class:`UsageError`, as argparse's own errors): the command
+  was invoked wrongly, and changing the command line is the fix: an option or
+  argument value out of range or malformed (``--gap 5``, ``--ratio -1:1``), a
+  name that names nothing known (a planner, solver, frontend, example or zoo
+  network; a tensor, kernel or experiment the input does not have), an option
+  combination refused (``--mode approximate --solver glpk``). A library call
+  with such an argument raises the same error.
+- **1, refused input** (every other :class:`AutotmError`): the command is well
+  formed, but what it points at is refused: a missing, malformed or invalid
+  graph, plan, memory-system, cost or grid file; a plan that fails
+  verification; a limit no plan fits; a solver that fails; a graph too big for
+  this machine; an output path that cannot be written (:class:`ResourceError`).
+- **130**: interrupted (Ctrl-C, or :class:`SolveInterruptedError`).
+- **3**: an internal error, any other exception: a bug.
+
+A file's contents are never a usage error: a loader that checks a value with a
+function raising :class:`UsageError` re-raises it as :class:`FormatError`.
 
 Plugin API: plugins may import every name of ``__all__``.
 """
@@ -18,6 +38,8 @@ class AutotmError(Exception):
     """Base class of every error autotm-core raises on purpose."""
 
     default_hint: str = ""
+    exit_status: int = 1
+    """What the command line exits with when this error ends a command (see the module)."""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -59,7 +81,25 @@ class PluginError(AutotmError):
 
 
 class UsageError(AutotmError):
-    """A command-line or API argument is out of range or malformed."""
+    """A command-line or API argument is out of range, malformed, names nothing known or
+    is refused with another (exit status 2); never a problem with a file's contents."""
+
+    exit_status = 2
+
+
+class UnknownPluginError(PluginError, UsageError):
+    """No plugin of the name asked for is installed: a plugin error that is a usage error
+    (exit status 2), as an unknown planner is; an installed plugin that cannot be used is a
+    plain :class:`PluginError`."""
+
+
+class UnknownPresetError(MemorySystemError, UsageError):
+    """No memory-system preset of the name asked for: a usage error (exit status 2)."""
+
+
+class ResourceError(AutotmError):
+    """This machine lacks what a well-formed command needs: a place to write a file, memory
+    for a graph or model, an optional package, a reachable scheduler."""
 
 
 class CapacityError(AutotmError):
@@ -111,8 +151,11 @@ __all__ = [
     "NumaError",
     "PlanError",
     "PluginError",
+    "ResourceError",
     "SolveInterruptedError",
     "SolverError",
+    "UnknownPluginError",
+    "UnknownPresetError",
     "UsageError",
     "summarize_problems",
 ]

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from autotm_core.errors import PluginError
+from autotm_core.errors import PluginError, UnknownPluginError
 from autotm_core.ir import Graph
 
 if TYPE_CHECKING:
@@ -158,7 +158,8 @@ def frontends() -> dict[str, PluginEntry]:
 
 
 def get_frontend(name: str) -> Frontend:
-    """The usable frontend called ``name``, or a :class:`PluginError` saying why not."""
+    """The usable frontend called ``name``, or a :class:`PluginError` saying why not (an
+    :class:`UnknownPluginError`, a usage error, when none of that name is installed)."""
     return _usable(frontends(), name, "frontend")
 
 
@@ -168,7 +169,8 @@ def _usable(entries: dict[str, PluginEntry], name: str, what: str) -> Any:
         usable = ", ".join(n for n in sorted(entries) if entries[n].usable) or "none"
         unusable = [n for n in sorted(entries) if not entries[n].usable]
         also = f"; installed but unusable here: {', '.join(unusable)}" if unusable else ""
-        raise PluginError(f"no {what} called {name!r} is installed (usable: {usable}{also})")
+        raise UnknownPluginError(
+            f"no {what} called {name!r} is installed (usable: {usable}{also})")
     if entry.error is not None:
         raise PluginError(
             f"{what} {name!r} from {entry.distribution!r} cannot be used: {entry.error}"
@@ -198,6 +200,7 @@ def solvers() -> dict[str, PluginEntry]:
 
 def get_solver(name: str) -> Solver:
     """The usable solver called ``name`` (it passed :func:`is_solver` when discovered), or a
-    :class:`PluginError` saying why not."""
+    :class:`PluginError` saying why not (an :class:`UnknownPluginError`, a usage error, when
+    none of that name is installed)."""
     solver: Solver = _usable(solvers(), name, "solver")
     return solver

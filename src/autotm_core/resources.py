@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autotm_core.errors import UsageError
+from autotm_core.errors import ResourceError
 from autotm_core.units import format_bytes
 
 GRAPH_BYTES_PER_KERNEL = 3_000
@@ -41,20 +41,20 @@ def available_memory_nbytes() -> int | None:
 
 def check_fits_machine(what: str, kernels: int, nbytes: int, *, insist: bool = False,
                        hint: str = "", max_kernels: int | None = DEFAULT_MAX_KERNELS) -> None:
-    """One :class:`UsageError` when ``what`` (``kernels`` kernels, about ``nbytes`` of memory)
+    """One :class:`ResourceError` when ``what`` (``kernels`` kernels, about ``nbytes`` of memory)
     is too big for this machine or ``max_kernels``; nothing with ``insist``."""
     if insist:
         return
     available = available_memory_nbytes()
     more = f"; {hint}" if hint else ""
     if available is not None and nbytes > available * USABLE_FRACTION:
-        raise UsageError(
+        raise ResourceError(
             f"{what} ({kernels:,} kernels) would take about {format_bytes(nbytes)} of memory; "
             f"this machine has {format_bytes(available)} available",
             hint=f"plan a smaller graph{more}" + (", or give --insist to try anyway"
                                                    if max_kernels is not None else ""))
     if max_kernels is not None and kernels > max_kernels:
-        raise UsageError(
+        raise ResourceError(
             f"{what} has {kernels:,} kernels, more than the {max_kernels:,} autotm-core "
             f"plans by default (about {format_bytes(nbytes)} of memory)",
             hint=f"plan a smaller graph{more}, or give --insist to try anyway")

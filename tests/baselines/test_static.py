@@ -7,7 +7,7 @@ import pytest
 from autotm_core import Graph, Kernel, MemorySystem, Tensor, TensorKind
 from autotm_core.baselines import all_fast, all_slow, run_baseline
 from autotm_core.capacity import fast_capacity
-from autotm_core.errors import CapacityError, UsageError
+from autotm_core.errors import CapacityError, GraphError, UsageError
 
 
 def test_all_fast_puts_everything_in_the_fast_pool(
@@ -68,5 +68,5 @@ def test_registry_runs_every_baseline_by_name(mlp: Graph, optane: MemorySystem) 
 @pytest.mark.parametrize("name", ["all-fast", "all-slow", "first-touch", "2lm", "greedy"])
 def test_a_graph_without_kernels_is_refused(name: str, optane: MemorySystem) -> None:
     graph = Graph("empty", [Tensor("w", 64, TensorKind.PARAMETER)], [])
-    with pytest.raises(UsageError, match="graph 'empty' has no kernels"):
+    with pytest.raises(GraphError, match="graph 'empty' has no kernels"):
         run_baseline(name, graph, optane)

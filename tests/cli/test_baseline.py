@@ -66,17 +66,17 @@ def test_2lm_report_names_the_cache(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("extra", "message"),
+    ("extra", "status", "message"),
     [
-        (["--policy", "all-fast", "--ratio", "1:1"], "all-fast does not fit"),
-        (["--policy", "greedy", "--fast-capacity", "lots"], "cannot read 'lots' as a size"),
-        (["--policy", "2lm", "--fast-capacity", "100"], "holds no set"),
+        (["--policy", "all-fast", "--ratio", "1:1"], 1, "all-fast does not fit"),
+        (["--policy", "greedy", "--fast-capacity", "lots"], 2, "cannot read 'lots' as a size"),
+        (["--policy", "2lm", "--fast-capacity", "100"], 1, "holds no set"),
     ],
 )
 def test_impossible_requests_are_one_clear_error(
-    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    extra: list[str], status: int, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["baseline", "example:mlp", "--system", "optane-2019", *extra]) == 1
+    assert main(["baseline", "example:mlp", "--system", "optane-2019", *extra]) == status
     err = capsys.readouterr().err
     assert message in err
     assert "hint:" in err

@@ -1,4 +1,5 @@
-"""Bad input on the command line: one ``error:`` line and a ``hint:``, exit 1, no traceback.
+"""Bad input on the command line: one ``error:`` line and a ``hint:``, no traceback; exit 1
+for a refused input, 2 for a name that names nothing known (a usage error).
 
 Every broken file goes through :func:`autotm_core.cli.main.main` in this process (fast);
 a sample of them, and every ``--help``, through ``python -m autotm_core`` in subprocesses
@@ -16,11 +17,11 @@ from formats.broken_files import BROKEN_GRAPHS, DATA
 SUBPROCESS_SAMPLE = ("graph_truncated.json", "graph_wrong_version.json",
                      "graph_use_before_produce.json")
 
-OTHER_BAD_SOURCES = {
-    "missing file": (str(DATA / "no_such_graph.json"), "no such file"),
-    "folder": (str(DATA), "is a folder, not a file"),
-    "unknown frontend": ("nosuch:thing", "no frontend called 'nosuch' is installed"),
-    "unknown example": ("example:resnet9000", "no example graph called 'resnet9000'"),
+OTHER_BAD_SOURCES = {  # the source, what the error says, the exit status
+    "missing file": (str(DATA / "no_such_graph.json"), "no such file", 1),
+    "folder": (str(DATA), "is a folder, not a file", 1),
+    "unknown frontend": ("nosuch:thing", "no frontend called 'nosuch' is installed", 2),
+    "unknown example": ("example:resnet9000", "no example graph called 'resnet9000'", 2),
 }
 
 
@@ -33,8 +34,8 @@ def runs() -> dict[str, Run]:
     return run_many(commands)
 
 
-def _assert_one_clear_error(run: Run, *parts: str) -> None:
-    assert run.returncode == 1, run
+def _assert_one_clear_error(run: Run, *parts: str, status: int = 1) -> None:
+    assert run.returncode == status, run
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
     lines = run.stderr.splitlines()
     errors = [line for line in lines if line.startswith("error:")]
@@ -61,8 +62,8 @@ def test_info_on_a_broken_graph(capsys: pytest.CaptureFixture[str], name: str,
 
 @pytest.mark.parametrize("key", sorted(OTHER_BAD_SOURCES))
 def test_info_on_a_bad_source(capsys: pytest.CaptureFixture[str], key: str) -> None:
-    source, problem = OTHER_BAD_SOURCES[key]
-    _assert_one_clear_error(_in_process(capsys, "info", source), problem)
+    source, problem, status = OTHER_BAD_SOURCES[key]
+    _assert_one_clear_error(_in_process(capsys, "info", source), problem, status=status)
 
 
 @pytest.mark.slow
@@ -71,7 +72,8 @@ def test_python_m_autotm_core_info_on_bad_input(runs: dict[str, Run], key: str) 
     if key in BROKEN_GRAPHS:
         _assert_one_clear_error(runs[key], str(DATA / key), BROKEN_GRAPHS[key])
     else:
-        _assert_one_clear_error(runs[key], *OTHER_BAD_SOURCES[key])
+        source, problem, status = OTHER_BAD_SOURCES[key]
+        _assert_one_clear_error(runs[key], source, problem, status=status)
 
 
 @pytest.mark.parametrize("command", ["", *COMMANDS])

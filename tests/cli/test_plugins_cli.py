@@ -99,7 +99,7 @@ def test_the_plugin_frontend_is_usable_from_info(runs: dict[str, Run]) -> None:
 
 def test_a_plugins_own_errors_reach_the_user_as_one_line(runs: dict[str, Run]) -> None:
     run = runs["bad argument"]
-    assert run.returncode == 1
+    assert run.returncode == 2  # the plugin's UsageError: the source is malformed
     errors = [line for line in run.stderr.splitlines() if line.startswith("error:")]
     assert errors == ["error: cannot read 'abc' as layer widths"]
     assert "hint: give two or more positive widths" in run.stderr

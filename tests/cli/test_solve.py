@@ -26,8 +26,8 @@ def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:  # type:
     return json.loads(capsys.readouterr().out)
 
 
-def _error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    assert main(argv) == 1
+def _error(argv: list[str], capsys: pytest.CaptureFixture[str], status: int = 1) -> str:
+    assert main(argv) == status
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     assert captured.err.startswith("error:")
@@ -97,7 +97,7 @@ def test_missing_solver_says_what_to_install(
     monkeypatch.setitem(sys.modules, "highspy", None)  # as if highspy were not installed
     err = _error([*SMALL, "--ratio", "4:1"], capsys)
     assert "highs" in err and "pip install highspy" in err
-    err = _error([*SMALL, "--ratio", "4:1", "--solver", "gurobi"], capsys)
+    err = _error([*SMALL, "--ratio", "4:1", "--solver", "gurobi"], capsys, status=2)
     assert "no solver called 'gurobi'" in err
 
 
@@ -106,7 +106,7 @@ def test_missing_solver_says_what_to_install(
 def test_bad_ratio_or_size_is_one_clear_line(
     limit: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    err = _error([*SMALL, *limit], capsys)
+    err = _error([*SMALL, *limit], capsys, status=2)
     assert "hint:" in err
 
 

@@ -41,5 +41,5 @@ def test_approximate_mode_with_a_solver_it_cannot_use_is_refused_at_once(
     status = main(["solve", "example:mlp", "--system", "optane-2019", "--ratio", "4:1",
                    "--mode", "approximate", "--solver", solver])
     err = capsys.readouterr().err
-    assert status == 1 and err.startswith("error:") and solver in err and "hint:" in err
+    assert status == 2 and err.startswith("error:") and solver in err and "hint:" in err
     assert "Traceback" not in err

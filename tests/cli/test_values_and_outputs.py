@@ -1,5 +1,6 @@
-"""Option values are range-checked where they are parsed, and output paths before any work:
-one clear error naming the option, nothing computed, no folder created, no traceback."""
+"""Option values are range-checked where they are parsed (a usage error, exit status 2), and
+output paths before any work (exit status 1): one clear error naming the option, nothing
+computed, no folder created, no traceback."""
 
 from __future__ import annotations
 
@@ -34,16 +35,16 @@ def _refused(run: Run, status: int, *parts: str) -> None:
 
 
 @pytest.mark.parametrize(("args", "status", "parts"), [
-    (["--ratio", "4:1", "--gap", "5"], 1, ["--gap 5.0 is out of range (5 is 500%)"]),
-    (["--ratio", "4:1", "--gap", "1"], 1, ["--gap 1.0 is out of range"]),
-    (["--ratio", "4:1", "--gap", "nan"], 1, ["--gap nan is out of range"]),
-    (["--ratio", "4:1", "--gap", "-0.1"], 1, ["--gap -0.1 is out of range"]),
-    (["--ratio", "4:1", "--time-limit", "nan"], 1, ["--time-limit nan is out of range"]),
-    (["--ratio", "4:1", "--time-limit", "-5"], 1, ["--time-limit -5.0 is out of range"]),
-    (["--ratio", "4:1", "--time-limit", "inf"], 1, ["--time-limit inf is out of range"]),
-    (["--fast-capacity", "3.5"], 1, ["'3.5' is not a whole number of bytes", "3.5GiB"]),
-    (["--fast-capacity", "2000000TiB"], 1, ["more than the 2^60 bytes"]),
-    (["--ratio", "-1:1"], 1, ["ratio '-1:1' needs a positive fast part"]),
+    (["--ratio", "4:1", "--gap", "5"], 2, ["--gap 5.0 is out of range (5 is 500%)"]),
+    (["--ratio", "4:1", "--gap", "1"], 2, ["--gap 1.0 is out of range"]),
+    (["--ratio", "4:1", "--gap", "nan"], 2, ["--gap nan is out of range"]),
+    (["--ratio", "4:1", "--gap", "-0.1"], 2, ["--gap -0.1 is out of range"]),
+    (["--ratio", "4:1", "--time-limit", "nan"], 2, ["--time-limit nan is out of range"]),
+    (["--ratio", "4:1", "--time-limit", "-5"], 2, ["--time-limit -5.0 is out of range"]),
+    (["--ratio", "4:1", "--time-limit", "inf"], 2, ["--time-limit inf is out of range"]),
+    (["--fast-capacity", "3.5"], 2, ["'3.5' is not a whole number of bytes", "3.5GiB"]),
+    (["--fast-capacity", "2000000TiB"], 2, ["more than the 2^60 bytes"]),
+    (["--ratio", "-1:1"], 2, ["ratio '-1:1' needs a positive fast part"]),
     (["--ratio", "4:1", "--top", "-1"], 2, ["argument --top: -1 is negative"]),
     (["--ratio", "4:1", "--top", "x"], 2, ["argument --top: 'x' is not a whole number"]),
 ])
@@ -55,7 +56,7 @@ def test_a_value_out_of_range_is_one_error_naming_the_option(
 
 def test_debug_may_come_after_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     run = _run(capsys, *POINT, "--ratio", "4:1", "--gap", "5", "--debug")
-    assert run.returncode == 1
+    assert run.returncode == 2
     assert "Traceback" in run.stderr and "error: --gap 5.0" in run.stderr
 
 
@@ -144,7 +145,7 @@ def test_a_bare_built_in_name_says_how_to_write_it(capsys: pytest.CaptureFixture
 
 def test_sweep_ratios_must_be_ratios(capsys: pytest.CaptureFixture[str]) -> None:
     run = _run(capsys, "sweep", "example:mlp", "--system", "optane-2019", "--ratios", "1:1,4-1")
-    _refused(run, 1, "--ratios: '4-1' is not a PMM:DRAM ratio", "--capacities")
+    _refused(run, 2, "--ratios: '4-1' is not a PMM:DRAM ratio", "--capacities")
 
 
 def test_verify_against_the_wrong_graph_lists_the_first_problems(
@@ -178,12 +179,12 @@ def test_a_graph_too_big_for_the_machine_is_refused_before_it_is_built(
 
 def test_a_model_too_big_is_refused_unless_insisted(monkeypatch: pytest.MonkeyPatch) -> None:
     from autotm_core import resources
-    from autotm_core.errors import UsageError
+    from autotm_core.errors import ResourceError
     from autotm_core.planning import load_problem, plan
 
     problem = load_problem("example:mlp", "optane-2019", limit="4:1")
     monkeypatch.setattr(resources, "available_memory_nbytes", lambda: 1_000_000)
-    with pytest.raises(UsageError, match=r"the asynchronous model of mlp \(\d+ kernels\) would "
+    with pytest.raises(ResourceError, match=r"the asynchronous model of mlp \(\d+ kernels\) would "
                        "take about .* of memory") as caught:
         plan(problem, "asynchronous")
     assert "--formulation synchronous" in (caught.value.hint or "")
@@ -192,5 +193,5 @@ def test_a_model_too_big_is_refused_unless_insisted(monkeypatch: pytest.MonkeyPa
     assert plan(problem, "greedy").plan is not None  # baselines build no model
     monkeypatch.setattr(resources, "available_memory_nbytes", lambda: None)
     monkeypatch.setattr(resources, "DEFAULT_MAX_KERNELS", 3)
-    with pytest.raises(UsageError, match="more than the 3 autotm-core plans by default"):
+    with pytest.raises(ResourceError, match="more than the 3 autotm-core plans by default"):
         plan(problem, "static")

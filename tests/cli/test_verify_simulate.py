@@ -83,7 +83,7 @@ def test_bad_input_is_one_line_not_a_traceback(
     )
     err = capsys.readouterr().err
     assert "error:" in err and "expected a plan file" in err and "Traceback" not in err
-    assert main([command, files["plan"], "--graph", files["graph"], "--system", "no-such"]) == 1
+    assert main([command, files["plan"], "--graph", files["graph"], "--system", "no-such"]) == 2
     assert "no-such" in capsys.readouterr().err
 
 

@@ -71,4 +71,4 @@ def test_bad_bind_is_a_usage_error(tmp_path, monkeypatch):
     plan, graph, system = _files(tmp_path)
     status, _, err = _run(["run", plan, "--graph", graph, "--system", system, "--bind", "pmm"],
                           monkeypatch)
-    assert status == 1 and "--bind 'pmm' is not POOL=VALUE" in err
+    assert status == 2 and "--bind 'pmm' is not POOL=VALUE" in err

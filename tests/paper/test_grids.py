@@ -61,6 +61,6 @@ def test_report_only_writes_the_results_page(tmp_path: Path) -> None:
 
 def test_unknown_experiment_is_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     status = main(["--report-only", "--only", "nope", "--docs", str(tmp_path)])
-    assert status == 1
+    assert status == 2
     err = capsys.readouterr().err
     assert "no experiment" in err and "Traceback" not in err

@@ -13,7 +13,7 @@ import attrs
 import pytest
 from tests.profiler.helpers import key, measurement
 
-from autotm_core.errors import UsageError
+from autotm_core.errors import ResourceError
 from autotm_core.formats.document import read_document
 from autotm_core.profiler.cache import KIND, VERSION, ProfileCache
 
@@ -115,5 +115,5 @@ def test_an_entry_holding_another_key_is_ignored(tmp_path: Path) -> None:
 
 def test_a_file_is_not_a_cache_folder(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
-    with pytest.raises(UsageError, match="is a file, not a folder"):
+    with pytest.raises(ResourceError, match="is a file, not a folder"):
         ProfileCache(tmp_path / "file")

@@ -157,4 +157,4 @@ def test_bad_arguments_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     status, _, err = _run(["profile", "example:mlp", "--system", "optane-2019", "-o",
                            str(tmp_path / "c.json"), "--repeat", "0", "--bind", "pmm=0"],
                           monkeypatch)
-    assert status == 1 and "repeat 0 must be a whole number >= 1" in err
+    assert status == 2 and "repeat 0 must be a whole number >= 1" in err

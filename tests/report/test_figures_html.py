@@ -14,7 +14,7 @@ import pytest
 from autotm_core.baselines import all_fast, greedy
 from autotm_core.capacity import fast_capacity
 from autotm_core.costs import resolve_costs
-from autotm_core.errors import UsageError
+from autotm_core.errors import ResourceError, UsageError
 from autotm_core.report import figures
 from autotm_core.report.html import plan_html, sweep_html, write_html
 from autotm_core.report.plan_report import simulation_facts
@@ -51,7 +51,7 @@ def test_figures_are_written_as_png_and_svg(tmp_path: Path, simulated) -> None:
 
 def test_missing_matplotlib_names_the_extra(monkeypatch, simulated) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(ResourceError) as info:
         figures.memory_figure(simulated[1])
     assert "autotm-core[plots]" in (info.value.hint or "")
 

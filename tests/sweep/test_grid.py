@@ -85,9 +85,9 @@ def test_sweep_grid_plans_every_point_once(tmp_path: Path, capsys) -> None:  # t
 def test_sweep_grid_refuses_what_the_grid_gives(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     grid = tmp_path / "grid.json"
     save_grid(_grid(), grid)
-    assert main(["sweep", "--grid", str(grid), "--system", "optane-2019"]) == 1
+    assert main(["sweep", "--grid", str(grid), "--system", "optane-2019"]) == 2
     assert "drop --system" in capsys.readouterr().err
-    assert main(["sweep", "example:mlp", "--system", "optane-2019", "--only", "x"]) == 1
+    assert main(["sweep", "example:mlp", "--system", "optane-2019", "--only", "x"]) == 2
     assert "--only picks experiments" in capsys.readouterr().err
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from autotm_core.errors import FormatError, UsageError
+from autotm_core.errors import FormatError, ResourceError, UsageError
 from autotm_core.sweep import (
     PointResult,
     load_results,
@@ -174,6 +174,6 @@ def test_unreachable_scheduler_is_one_clear_error() -> None:
     pytest.importorskip("distributed", reason="the cluster extra is not installed")
     from autotm_core.sweep.parallel import dask_executor
 
-    with pytest.raises(UsageError, match="cannot reach the Dask scheduler"), \
+    with pytest.raises(ResourceError, match="cannot reach the Dask scheduler"), \
             dask_executor("tcp://127.0.0.1:1", timeout_seconds=2):
         pass

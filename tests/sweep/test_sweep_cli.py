@@ -69,4 +69,4 @@ def test_sweep_command_writes_every_output(tmp_path: Path) -> None:
     assert "★" in done.stdout
     assert (tmp_path / "s.csv").read_text().count("\n") == 9
     bad = subprocess.run([*command[:8], "fastest"], env=ENV, text=True, capture_output=True)
-    assert bad.returncode == 1 and "no planner called 'fastest'" in bad.stderr
+    assert bad.returncode == 2 and "no planner called 'fastest'" in bad.stderr

@@ -47,24 +47,25 @@ def test_module_spec_with_a_tuple_factory(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "argv, message",
-    [
-        (["import", "torch", f"{MODELS}:data_dependent_factory", "-o", "x.json"],
+    "argv, status, message",
+    [  # 1: the model or its module is refused; 2: the command line is wrong (a usage error)
+        (["import", "torch", f"{MODELS}:data_dependent_factory", "-o", "x.json"], 1,
          "op aten._local_scalar_dense needs the value of a tensor at torch_models.py"),
-        (["import", "torch", "no_such_module_xyz:factory", "-o", "x.json"], "cannot import"),
-        (["import", "torch", f"{MODELS}:missing", "-o", "x.json"], "has no attribute 'missing'"),
-        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "nokey", "-o", "x.json"],
+        (["import", "torch", "no_such_module_xyz:factory", "-o", "x.json"], 1, "cannot import"),
+        (["import", "torch", f"{MODELS}:missing", "-o", "x.json"], 2,
+         "has no attribute 'missing'"),
+        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "nokey", "-o", "x.json"], 2,
          "is not KEY=VALUE"),
-        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "depth=3", "-o", "x.json"],
+        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "depth=3", "-o", "x.json"], 2,
          "does not accept the options"),
-        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "mode=fly", "-o", "x.json"],
+        (["import", "torch", f"{MODELS}:mlp_factory", "--option", "mode=fly", "-o", "x.json"], 2,
          "unknown mode 'fly'"),
-        (["import", "nope", "x", "-o", "x.json"], "no frontend called 'nope'"),
+        (["import", "nope", "x", "-o", "x.json"], 2, "no frontend called 'nope'"),
     ],
 )
-def test_bad_input_is_one_clear_error(argv, message, tmp_path, monkeypatch, capsys):
+def test_bad_input_is_one_clear_error(argv, status, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(argv) == 1
+    assert main(argv) == status
     err = capsys.readouterr().err
     assert "error:" in err and message in " ".join(err.split()), err
     assert "Traceback" not in err and not (tmp_path / "x.json").exists()

@@ -50,17 +50,17 @@ def test_a_plan_runs_with_torch_kernels_on_this_machine(files, capsys):
 
 
 @pytest.mark.parametrize(
-    "extra, message",
-    [
-        (["--kernels", f"torch:{SPEC}", "--option", "reentrant=true"], "is not graph"),
-        (["--kernels", "torch"], "is neither 'replay' nor FRONTEND:SPEC"),
-        (["--kernels", "example:mlp"], "cannot run plans with its own kernels"),
-        (["--kernels", f"torch:{SPEC}", "--flops-scale", "2"], "apply to replay kernels only"),
-        (["--option", "reentrant=true"], "are for the frontend of --kernels"),
+    "extra, status, message",
+    [  # 1: the model is refused; 2: the command line is wrong (a usage error)
+        (["--kernels", f"torch:{SPEC}", "--option", "reentrant=true"], 1, "is not graph"),
+        (["--kernels", "torch"], 2, "is neither 'replay' nor FRONTEND:SPEC"),
+        (["--kernels", "example:mlp"], 2, "cannot run plans with its own kernels"),
+        (["--kernels", f"torch:{SPEC}", "--flops-scale", "2"], 2, "apply to replay kernels only"),
+        (["--option", "reentrant=true"], 2, "are for the frontend of --kernels"),
     ],
 )
-def test_bad_run_options_are_one_clear_error(files, capsys, extra, message):
+def test_bad_run_options_are_one_clear_error(files, capsys, extra, status, message):
     capsys.readouterr()
-    assert _run(files, "--repeat", "1", *extra) == 1
+    assert _run(files, "--repeat", "1", *extra) == status
     err = " ".join(capsys.readouterr().err.split())
     assert "error: " in err and message in err and "Traceback" not in err

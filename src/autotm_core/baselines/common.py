@@ -13,7 +13,7 @@ from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.baselines.tables import AllowedConfigs, allowed_configs
 from autotm_core.capacity import check_workspace_fits, with_fast_capacity
 from autotm_core.costs.model import KernelCosts
-from autotm_core.errors import CapacityError, UsageError
+from autotm_core.errors import CapacityError, GraphError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem, allowed_pools
 from autotm_core.plans import Plan, Residency, make_plan
@@ -70,7 +70,7 @@ def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None
     """The :class:`Setting` for a baseline; checks that the graph has kernels and that every
     kernel's workspace fits."""
     if not graph.kernels:
-        raise UsageError(f"graph {graph.name!r} has no kernels: there is no step to plan",
+        raise GraphError(f"graph {graph.name!r} has no kernels: there is no step to plan",
                          hint="give the graph at least one kernel")
     limited = with_fast_capacity(system, fast_capacity_nbytes)
     capacity = limited.fast.capacity_nbytes

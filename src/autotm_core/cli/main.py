@@ -3,8 +3,15 @@
 Each command lives in its own module under :mod:`autotm_core.cli` and exposes
 ``register(subparsers)``, which adds its parser and sets ``handler`` to a
 function ``(args, console) -> int``. Any :class:`~autotm_core.errors.AutotmError`
-becomes one line on stderr plus a hint and exit status 1; an unexpected
-exception is reported the same way (the traceback only with ``--debug``).
+becomes one line on stderr plus a hint; an unexpected exception is reported the
+same way (the traceback only with ``--debug``).
+
+Exit statuses (:mod:`autotm_core.errors` says which error is which): 0 done;
+2 a usage error (:class:`~autotm_core.errors.UsageError`, or argparse's own: the
+command was invoked wrongly); 1 a refused input (any other
+:class:`~autotm_core.errors.AutotmError`: the command is well formed, what it
+points at is refused); 130 interrupted; 3 an internal error. A command's handler
+may return 1 itself for a negative answer (``verify`` of an invalid plan).
 """
 
 from __future__ import annotations
@@ -95,9 +102,10 @@ def run_reporting_errors(action: Callable[[], int | None], *, debug: bool = Fals
     Ctrl-C (and :class:`~autotm_core.errors.SolveInterruptedError`: a solve interrupted
     before it found a plan worth keeping) is status 130. An
     :class:`~autotm_core.errors.AutotmError` becomes one ``error:`` line and a
-    ``hint:`` line (status 1; with ``debug``, after its traceback and the one of what
-    caused it, e.g. a model's own error a frontend reports), Ctrl-C status 130, and any
-    other exception an ``internal error:`` line (status 3; re-raised with ``debug``).
+    ``hint:`` line (status :attr:`~autotm_core.errors.AutotmError.exit_status`: 2 for a
+    usage error, 1 for a refused input; with ``debug``, after its traceback and the one
+    of what caused it, e.g. a model's own error a frontend reports), and any other
+    exception an ``internal error:`` line (status 3; re-raised with ``debug``).
     """
     errors = Console(stderr=True, highlight=False)
     try:
@@ -116,7 +124,7 @@ def run_reporting_errors(action: Callable[[], int | None], *, debug: bool = Fals
         errors.print(f"[bold red]error:[/] {_escape(exc.message)}", soft_wrap=True)
         if exc.hint:
             errors.print(f"[dim]hint:[/] {_escape(exc.hint)}", soft_wrap=True)
-        return 1
+        return exc.exit_status
     except KeyboardInterrupt:
         errors.print("[bold red]interrupted[/]")
         return 130

@@ -80,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from autotm_core.errors import UsageError
+    from autotm_core.errors import FormatError, UsageError
     from autotm_core.report.sweep_report import render_sweep
     from autotm_core.sweep import PriceModel, run_sweep
 
@@ -94,7 +94,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
         pyplot()  # before hours of solving, not after
     price = PriceModel(fast_per_slow=args.price_ratio)
     with _executor(args) as executor, _progress(console, len(points), quiet=args.json) as step:
-        results = run_sweep(points, results_path=args.output, executor=executor, on_result=step)
+        try:
+            results = run_sweep(points, results_path=args.output, executor=executor,
+                                on_result=step)
+        except UsageError as exc:
+            if not args.grid:
+                raise
+            # the command line was checked before; what a point refuses now is the grid file's
+            raise FormatError(f"{args.grid}: {exc.message}", hint=exc.hint) from exc
     if args.csv:
         from autotm_core.sweep import write_csv
 
@@ -141,6 +148,7 @@ def _points(args: argparse.Namespace) -> list[Any]:
 
 def _grid_points(args: argparse.Namespace) -> list[Any]:
     from autotm_core.errors import UsageError
+    from autotm_core.plugins import get_solver, solvers
     from autotm_core.sweep.grid import load_grid
 
     given = [flag for flag, value in (("GRAPH", args.graphs), ("--system", args.system),
@@ -151,6 +159,8 @@ def _grid_points(args: argparse.Namespace) -> list[Any]:
         raise UsageError(f"--grid takes the graphs, system, limits and planners from the grid "
                          f"file; drop {', '.join(given)}",
                          hint="or sweep without --grid")
+    if args.solver is not None and args.solver not in solvers():
+        get_solver(args.solver)  # an unknown --solver is the command line's error, not the grid's
     grid = load_grid(args.grid).select(experiments=args.only).with_settings(
         solver=args.solver, time_limit_seconds=args.time_limit, relative_gap=args.gap,
         mode=args.mode, addresses=False if args.no_addresses else None)

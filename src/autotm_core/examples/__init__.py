@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from autotm_core.errors import PluginError
+from autotm_core.errors import UsageError
 from autotm_core.examples.networks import cnn, mlp, training_chain
 from autotm_core.ir import Graph
 
@@ -38,7 +38,7 @@ def build_example(name: str, **options: object) -> Graph:
             check_fits_machine(f"example:{name}", kernels, kernels * GRAPH_BYTES_PER_KERNEL,
                                max_kernels=None)
             return training_chain(int(suffix))
-    raise PluginError(
+    raise UsageError(
         f"no example graph called {name!r}",
         hint=f"use one of {', '.join(EXAMPLES)}, or chain-N with a number of layers N",
     )

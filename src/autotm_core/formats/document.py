@@ -236,22 +236,22 @@ def _umask() -> int:
 
 
 def check_output_path(path: str | os.PathLike[str], option: str) -> None:
-    """One :class:`UsageError` if ``path`` cannot be written as a file (it is a folder, its
+    """One :class:`ResourceError` if ``path`` cannot be written as a file (it is a folder, its
     folder is missing or is not a folder, or either is not writable); checked before any
     work so that none is lost, and no folder is created."""
-    from autotm_core.errors import UsageError
+    from autotm_core.errors import ResourceError
 
     target = Path(path)
     folder = target.parent
     if target.is_dir():
-        raise UsageError(f"{option} {str(path)!r} is a folder, not a file",
+        raise ResourceError(f"{option} {str(path)!r} is a folder, not a file",
                          hint=f"name a file in it, e.g. {option} {target / 'out.json'}")
     if not folder.exists():
-        raise UsageError(f"{option} {str(path)!r}: the folder {str(folder)!r} does not exist",
+        raise ResourceError(f"{option} {str(path)!r}: the folder {str(folder)!r} does not exist",
                          hint="create it first (autotm-core creates no folders) or write "
                          "elsewhere")
     if not folder.is_dir():
-        raise UsageError(f"{option} {str(path)!r}: {str(folder)!r} is not a folder",
+        raise ResourceError(f"{option} {str(path)!r}: {str(folder)!r} is not a folder",
                          hint="give a path inside a folder")
     try:  # the one sure test: make a file there (access() says yes to root on /proc)
         fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
@@ -263,5 +263,5 @@ def check_output_path(path: str | os.PathLike[str], option: str) -> None:
     else:
         why = "permission denied"
     if not writable:
-        raise UsageError(f"{option} {str(path)!r} cannot be written ({why.lower()})",
+        raise ResourceError(f"{option} {str(path)!r} cannot be written ({why.lower()})",
                          hint="write somewhere you may, or change the permissions")

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
-from autotm_core.errors import MemorySystemError
+from autotm_core.errors import MemorySystemError, UnknownPresetError
 from autotm_core.formats.system_json import load_system
 from autotm_core.memory import MemorySystem
 
@@ -51,7 +51,7 @@ def preset(name: str) -> MemorySystem:
     """The built-in memory system called ``name``."""
     load = PRESETS.get(name)
     if load is None:
-        raise MemorySystemError(
+        raise UnknownPresetError(
             f"no memory-system preset called {name!r}",
             hint=f"use one of {', '.join(PRESETS)}, or give a memory-system JSON file",
         )

@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from autotm_core.errors import AutotmError, UsageError
+from autotm_core.errors import AutotmError, ResourceError
 from autotm_core.formats.document import envelope, read_document, write_document
 from autotm_core.profiler.context import MachineContext
 from autotm_core.profiler.records import Measurement
@@ -69,7 +69,7 @@ class ProfileCache:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         if self.directory.exists() and not self.directory.is_dir():
-            raise UsageError(f"profile cache {self.directory}: is a file, not a folder",
+            raise ResourceError(f"profile cache {self.directory}: is a file, not a folder",
                              hint="give --cache a folder (it is created when missing)")
 
     def path(self, key: CacheKey) -> Path:

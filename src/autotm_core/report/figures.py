@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from autotm_core.errors import UsageError
+from autotm_core.errors import ResourceError, UsageError
 from autotm_core.plans.model import Plan
 from autotm_core.simulation import Simulation
 from autotm_core.units import format_bytes
@@ -37,7 +37,7 @@ def pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise UsageError("pictures need matplotlib, which is not installed",
+        raise ResourceError("pictures need matplotlib, which is not installed",
                          hint=_INSTALL_HINT) from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

@@ -14,7 +14,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 
-from autotm_core.errors import UsageError
+from autotm_core.errors import ResourceError, UsageError
 
 
 @contextlib.contextmanager
@@ -42,14 +42,14 @@ def dask_executor(address: str, *,
     try:
         from distributed import Client
     except ImportError:
-        raise UsageError(
+        raise ResourceError(
             "running a sweep on a Dask cluster needs dask.distributed",
             hint="install the cluster extra: pip install autotm-core[cluster]",
         ) from None
     try:
         client = Client(address, timeout=timeout_seconds)
     except (OSError, TimeoutError) as exc:
-        raise UsageError(f"cannot reach the Dask scheduler at {address!r}: {exc}",
+        raise ResourceError(f"cannot reach the Dask scheduler at {address!r}: {exc}",
                          hint="check the address (tcp://HOST:PORT) and that the scheduler "
                          "is running") from None
     try:

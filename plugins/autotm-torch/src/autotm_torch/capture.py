@@ -254,7 +254,7 @@ def _swap_optimizer(
 def _check_loss(value: Any) -> None:
     if not isinstance(value, torch.Tensor) or value.numel() != 1:
         shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-        raise UsageError(
+        raise PluginError(
             f"the loss returned {shape}, not a scalar tensor",
             hint="make loss(output, *targets) return a single-element tensor (reduce with .mean())",
         )

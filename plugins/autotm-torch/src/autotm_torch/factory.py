@@ -49,10 +49,10 @@ def _import(module_name: str, spec: str) -> Any:
         if module_name.endswith(".py"):
             path = Path(module_name)
             if not path.is_file():
-                raise UsageError(f"model file {module_name!r} does not exist", hint=SPEC_HINT)
+                raise PluginError(f"model file {module_name!r} does not exist", hint=SPEC_HINT)
             loader_spec = importlib.util.spec_from_file_location(path.stem, path)
             if loader_spec is None or loader_spec.loader is None:
-                raise UsageError(f"cannot load {module_name!r} as a Python module", hint=SPEC_HINT)
+                raise PluginError(f"cannot load {module_name!r} as a Python module", hint=SPEC_HINT)
             module = importlib.util.module_from_spec(loader_spec)
             sys.modules.setdefault(path.stem, module)
             loader_spec.loader.exec_module(module)
@@ -60,10 +60,10 @@ def _import(module_name: str, spec: str) -> Any:
         if "" not in sys.path:  # like 'python -m', find modules of the working directory
             sys.path.insert(0, "")
         return importlib.import_module(module_name)
-    except UsageError:
+    except PluginError:
         raise
-    except ModuleNotFoundError as exc:
-        raise UsageError(
+    except ModuleNotFoundError as exc:  # a module not found is refused as a missing file is
+        raise PluginError(
             f"cannot import {module_name!r} for {spec!r}: {exc}", hint=SPEC_HINT
         ) from exc
     except Exception as exc:
@@ -90,14 +90,14 @@ def call(factory: Callable[..., Any], spec: str, options: Mapping[str, Any]) -> 
     if isinstance(result, Mapping):
         unknown = set(result) - {*_KEYS, "targets"}
         if unknown or "model" not in result or "example_inputs" not in result:
-            raise UsageError(
+            raise PluginError(
                 f"factory {spec!r} returned a mapping with keys {sorted(result)}",
                 hint="return the keys model, example_inputs and maybe loss, targets, optimizer",
             )
         return dict(result)
     if isinstance(result, tuple) and 2 <= len(result) <= 4:
         return dict(zip(_KEYS, result, strict=False))
-    raise UsageError(
+    raise PluginError(
         f"factory {spec!r} returned {type(result).__name__}"
         + (f" of {len(result)} items" if isinstance(result, tuple) else ""),
         hint="return (model, example_inputs[, loss_fn[, optimizer]]) or a mapping",

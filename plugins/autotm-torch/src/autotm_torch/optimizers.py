@@ -50,7 +50,7 @@ def build_optimizer(
     elif callable(spec):
         optimizer = spec([p for p in fake_params if p.requires_grad])
         if not isinstance(optimizer, torch.optim.Optimizer):
-            raise UsageError(
+            raise PluginError(
                 f"the optimizer factory returned {type(optimizer).__name__}, not a torch optimizer",
                 hint="pass a torch.optim.Optimizer, its class, a callable params -> optimizer, "
                 f"or one of {', '.join(NAMED)}",
@@ -75,7 +75,7 @@ def _rebuild(optimizer: torch.optim.Optimizer, fake_of: Mapping[torch.Tensor, to
         params = []
         for param in group["params"]:
             if param not in fake_of:
-                raise UsageError(
+                raise PluginError(
                     f"the {type(optimizer).__name__} optimizer updates a tensor of shape "
                     f"{tuple(param.shape)} that is not a parameter of the model",
                     hint="build the optimizer over model.parameters()",
