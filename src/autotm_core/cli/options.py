@@ -107,7 +107,8 @@ def add_ilp_options(parser: argparse.ArgumentParser, *, time_limit: float | None
                             help="solver plugin: highs (default), cbc, glpk, or a third party's")
     default = "none" if time_limit is None else f"{time_limit:g}"
     parser.add_argument("--time-limit", type=float, default=time_limit, metavar="SECONDS",
-                        help="stop each ILP after this long and keep its best plan (reported "
+                        help="stop planning after this long, counting every formulation, "
+                        "address-fitting round and solve, and keep the best plan (reported "
                         f"as not proven optimal; default {default})")
     parser.add_argument("--gap", type=float, default=0.01, metavar="FRACTION",
                         help="stop at this relative gap to the bound (default 0.01: 1%%)")

@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from autotm_core.errors import CapacityError, SolveInterruptedError, UsageError
+from autotm_core.ilp.budget import Budget
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -148,7 +149,9 @@ def plan_with_addresses(
     round's plan, or when the rounds fail. The loop ends when the packing fits, or
     after an interrupted solve (Ctrl-C: the round's plan when it fits, else the
     incumbent, else :class:`SolveInterruptedError`: a plan without addresses is never
-    returned). Raises :class:`CapacityError` when the first round finds no
+    returned). ``time_limit_seconds`` (or ``budget``, a
+    :class:`~autotm_core.ilp.budget.Budget`) bounds every round together: no round starts
+    after the deadline. Raises :class:`CapacityError` when the first round finds no
     plan, or when there is no incumbent and ``max_rounds`` solves did not give a plan
     that packs, or tightening left no plan at all.
     """
@@ -160,6 +163,9 @@ def plan_with_addresses(
 
     if max_rounds < 1:
         raise UsageError(f"max_rounds is {max_rounds}", hint="give at least 1 round")
+    budget = plan_graph_kwargs.pop("budget", None) or Budget.of(
+        plan_graph_kwargs.pop("time_limit_seconds", None))  # one deadline for every round
+    plan_graph_kwargs.pop("time_limit_seconds", None)
     formulation = plan_graph_kwargs.pop("formulation", Formulation.SYNCHRONOUS)
     options = plan_graph_kwargs.pop("options", None) or FormulationOptions(formulation=formulation)
     fast = plan_graph_kwargs.pop("fast_capacity_nbytes", None)
@@ -170,8 +176,9 @@ def plan_with_addresses(
     rounds: list[FitRound] = []
     floor = None
     previous = tuple(start_plans)
-    incumbent = _incumbent(start_plans, graph, system, alignment_nbytes,
-                           plan_graph_kwargs.get("costs"))
+    with budget.phase("packing"):
+        incumbent = _incumbent(start_plans, graph, system, alignment_nbytes,
+                               plan_graph_kwargs.get("costs"))
     bound: float | None = None
     result: Any = None
     for number in range(1, max_rounds + 1):
@@ -179,7 +186,7 @@ def plan_with_addresses(
                                                 for p, a in limits.items()}}
         try:
             result = plan_graph(graph, system, options=attrs.evolve(options, capacities=capacities),
-                                start_plans=previous, **plan_graph_kwargs)
+                                start_plans=previous, budget=budget, **plan_graph_kwargs)
         except CapacityError as exc:
             if not limits:
                 raise
@@ -189,8 +196,9 @@ def plan_with_addresses(
             raise _gave_up(graph, rounds, f"tightening left no plan ({exc.message})") from exc
         if number == 1:
             bound = result.bound_seconds
-        assignment = assign_offsets(result.plan, graph, result.system,
-                                    alignment_nbytes=alignment_nbytes)
+        with budget.phase("packing"):
+            assignment = assign_offsets(result.plan, graph, result.system,
+                                        alignment_nbytes=alignment_nbytes)
         solve = result.solve
         fit = FitRound(
             round=number, step_seconds=result.step_seconds, fits=assignment.fits,
@@ -227,6 +235,9 @@ def plan_with_addresses(
                 hint="let it run longer, or plan with --no-addresses")
         if number == max_rounds:
             break
+        if budget.expired:
+            logger.info("address fitting: the time limit ends the rounds after round %d", number)
+            break
         previous = (result.plan, *start_plans)
         if floor is None:
             floor = forced_fast_nbytes(graph, system, options)
@@ -242,8 +253,9 @@ def plan_with_addresses(
     if incumbent is not None:
         logger.info("address fitting: no round's plan packed; the start plan is kept")
         return incumbent.fitted(result, rounds, limits, bound)
+    timed_out = " (the time limit ended the rounds)" if len(rounds) < max_rounds else ""
     raise _gave_up(graph, rounds, "the packing still overflows after "
-                   f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}",
+                   f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}{timed_out}",
                    assignment)
 
 

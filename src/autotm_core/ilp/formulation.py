@@ -3,8 +3,12 @@
 For every tensor, binary state variables per slot (:mod:`autotm_core.ilp.gadgets`)
 and one variable per way of crossing each transition (an edge between two states,
 synchronous or overlapping an interior kernel); flow conservation ties them
-together. Edges are continuous in the synchronous formulation: with binary states
-at both ends, one edge is forced to one and the rest to zero.
+together. Synchronous edges are continuous: with binary states at both ends (and
+binary asynchronous edges), one edge is forced to one and the rest to zero. An
+asynchronous edge is binary, one per state pair and window kernel, except where it
+can never beat the synchronous copy (a copy longer than the kernel's ceiling by at
+least the synchronous copy's time, and no bounded pool spared; see
+:meth:`_Builder._async_pays`): those are left out, an exact reduction.
 
 - Kernel time: one continuous ``T_k`` per kernel. With separable costs, ``T_k`` is at
   least each affine term of the kernel in its tensors' usable pools; with table
@@ -25,6 +29,7 @@ Nothing here solves, prints or reads files.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -63,6 +68,8 @@ from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.solvers.base import paused_gc
 from autotm_core.units import round_up
+
+logger = logging.getLogger(__name__)
 
 
 class _Pair(NamedTuple):
@@ -140,6 +147,9 @@ class _Builder:
         # Transitions repeat (21,653 in a 5,000-kernel chain, 55 distinct): see :meth:`_pairs`.
         self.pairs: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], list[_Pair]] = {}
         self.cyclic_rows: list[int] = []
+        self.ceilings = (self._kernel_ceilings()
+                         if options.formulation is Formulation.ASYNCHRONOUS else None)
+        self.dominated_async = 0  # asynchronous edges left out (see :meth:`_async_pays`)
 
     def build(self) -> ModelIndex:
         o = self.options
@@ -151,6 +161,9 @@ class _Builder:
             sv, ed = self._tensor(ts)
             slot_vars.append(sv)
             edges.append(ed)
+        if self.dominated_async:
+            logger.info("%d asynchronous edges left out: they never beat the synchronous copy",
+                        self.dominated_async)
         times, time_rows, config_vars = self._kernel_times()
         occ_vars, occ_rows = self._capacity()
         return ModelIndex(self.lp, self.states, slots, slot_vars, edges, times, time_rows,
@@ -240,7 +253,9 @@ class _Builder:
             interior = not ts.slots[i + 1].gadget
             for s, s2, cost, held, moved in self._pairs(nbytes, tuple(before), tuple(after),
                                                          interior=interior):
-                var = lp.add_var(ub=1.0, binary=use_async, cost=cost)
+                # continuous even with asynchronous edges: with binary states at both ends
+                # and binary asynchronous edges, flow conservation leaves it 0 or 1
+                var = lp.add_var(ub=1.0, cost=cost)
                 record((EDGE, tr.kernel, first + i + 1, s2, s, 0))
                 edges.append(Edge(var, s, s2, None))
                 boundary.append((var, held))
@@ -250,6 +265,9 @@ class _Builder:
                     seconds = self.time * sum(m[2] for m in moves)
                     evict = ts.slots[i + 1].gadget is False
                     for j in tr.async_kernels:
+                        if not self._async_pays(a, b, j, seconds, cost, evict=evict):
+                            self.dominated_async += 1
+                            continue
                         var = lp.add_var(ub=1.0, binary=True)
                         record((EDGE, tr.kernel, first + i + 1, s2, s, 1))
                         edges.append(Edge(var, s, s2, j))
@@ -268,6 +286,40 @@ class _Builder:
         if ts.cyclic and len(slot_vars) > 1:
             self._steady_state(slot_vars[0], slot_vars[-1])
         return slot_vars, all_edges
+
+    def _kernel_ceilings(self) -> np.ndarray:
+        """Per kernel, the most its compute can take (objective units): every tensor in its
+        costliest pool. A kernel's time in any plan is at most this or its asynchronous load."""
+        separable = self.costs.separable()
+        if separable is None:
+            return np.array([max((float(s) for s in self.costs.table(k).seconds), default=0.0)
+                             for k in range(self.n)]) * self.time
+        worst = np.asarray(separable.coefficients, dtype=np.float64).max(axis=2)  # (entries, terms)
+        ptr = np.asarray(self.live.kernel_ptr, dtype=np.int64)
+        sums = np.zeros_like(np.asarray(separable.constants, dtype=np.float64))
+        kernel_of = np.repeat(np.arange(self.n), np.diff(ptr))
+        np.add.at(sums, kernel_of, worst)
+        return (np.asarray(separable.constants, dtype=np.float64) + sums).max(axis=1) * self.time
+
+    def _async_pays(self, a: State, b: State, j: int, seconds: float, sync_cost: float, *,
+                    evict: bool) -> bool:
+        """Whether moving ``a -> b`` during kernel ``j`` (``seconds`` of copies) can beat the
+        same move made synchronously (``sync_cost``); an edge that cannot is left out, an
+        exact reduction.
+
+        The copy lengthens ``j`` by at least ``seconds`` less ``j``'s ceiling (its compute
+        with every tensor in its costliest pool; other copies during ``j`` only lengthen it
+        more), so when that is no less than ``sync_cost`` it saves no time. Nor does it
+        save space when the pools it holds less of are unbounded: an eviction holds ``a``'s
+        pools until ``j`` where the synchronous one holds ``b``'s after the boundary, a
+        fetch holds ``b``'s from ``j`` where the synchronous one holds ``a``'s until the
+        boundary (and both pools there).
+        """
+        assert self.ceilings is not None
+        if not self.options.reduce or seconds - float(self.ceilings[j]) < sync_cost:
+            return True
+        spared = (b.pools - a.pools) if evict else (a.pools - b.pools)
+        return any(q in self.bounded for q in spared)
 
     def _steady_state(self, first: dict[int, int], last: dict[int, int]) -> None:
         """Per pool: the first slot's states holding it add up to no more than the last

@@ -1,4 +1,4 @@
-"""A near-optimal starting plan by relax-and-fix, for the solver to start from.
+"""Near-optimal starting plans for the solver to start from: relax-and-fix, and retiming.
 
 On these models the LP relaxation's bound sits within a fraction of a percent of
 the integer optimum, but HiGHS spends most of its time in cut rounds before a
@@ -11,6 +11,13 @@ lower bound: when the two are within the gap asked for, the problem is solved to
 that gap without the full MIP; otherwise the solution is offered to the full
 solve as its warm start. Either way the decoded plan is verified and simulated.
 Both solves run on the backend the caller chose.
+
+Retiming (asynchronous models, whose LP relaxation is too big to pay: 370,000
+binaries at Inception v4): keep where a held plan (the synchronous plan) puts
+every tensor, slot by slot, and solve for when each of its copies happens alone,
+at the boundary or overlapping a kernel of its window. Every state fixed, only a
+transition's own edges stay free; the solution is feasible for the full model
+and never worse than the held plan, which is its starting solution.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import numpy as np
 
 from autotm_core.errors import AutotmError, SolveInterruptedError
 from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
-from autotm_core.ilp.model_index import ModelIndex
+from autotm_core.ilp.model_index import SLOT, ModelIndex
 from autotm_core.solvers.base import (
     MatrixProblem,
     Solver,
@@ -114,3 +121,35 @@ def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
                           solve_seconds=relaxed.solve_seconds + fixed.solve_seconds,
                           handoff_seconds=relaxed.handoff_seconds + fixed.handoff_seconds)
     return RelaxAndFix(values=y, result=result, row_duals=relaxed.row_duals)
+
+
+def retime(index: ModelIndex, start: np.ndarray, *, solver: Solver,
+           time_limit_seconds: float | None, relative_gap: float) -> RelaxAndFix | None:
+    """The best timing of ``start``'s copies with its states kept (see the module
+    docstring), or ``None`` when the solve gives no solution (``start`` is then the best
+    known). The result carries no bound: the model it solves is narrower than the full one.
+    Ctrl-C raises ``KeyboardInterrupt``.
+    """
+    problem = to_matrix_problem(index.lp, name="retime")
+    slots = np.asarray(index.columns.kind) == SLOT
+    lower = np.array(problem.col_lower, dtype=np.float64)
+    upper = np.array(problem.col_upper, dtype=np.float64)
+    lower[slots] = upper[slots] = np.round(np.asarray(start, dtype=np.float64)[slots])
+    config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
+                          warm_start=True)
+    try:
+        result, values = solver.solve(attrs.evolve(problem, col_lower=lower, col_upper=upper),
+                                      config, start)
+    except SolveInterruptedError:
+        raise KeyboardInterrupt from None
+    except AutotmError as exc:  # only a start: planning goes on without it
+        logger.info("retiming failed: %s", exc.message)
+        return None
+    if result.termination is TerminationCondition.INTERRUPTED:
+        raise KeyboardInterrupt
+    if values is None or result.objective is None:
+        logger.info("retiming gave no solution (%s)", result.termination.value)
+        return None
+    logger.info("retiming: objective %.6g in %.1f s (%s)", result.objective,
+                result.solve_seconds, result.termination.value)
+    return RelaxAndFix(values=values, result=attrs.evolve(result, best_bound=None))

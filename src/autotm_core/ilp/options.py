@@ -78,7 +78,8 @@ class FormulationOptions:
     """Kinds pinned when :attr:`pin_to_fast` is set."""
     reduce: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
     """Leave out edges that cannot change the optimum (two pools, synchronous; see
-    ``formulation._Builder._dominated``); off only to compare models."""
+    ``formulation._Builder._dominated``; and asynchronous edges that never beat the
+    synchronous copy, ``formulation._Builder._async_pays``); off only to compare models."""
     capacities: Mapping[str, int | tuple[int, ...]] = attrs.field(
         factory=dict, converter=_to_capacities, validator=_capacity_value)
     """Limit per pool name, overriding the memory system's: one number of bytes for the whole

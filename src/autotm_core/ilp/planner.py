@@ -13,6 +13,7 @@ import numpy as np
 
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import AutotmError, CapacityError, SolverError
+from autotm_core.ilp.budget import Budget
 from autotm_core.ilp.infeasible import check_lower_bounds, explain_infeasible
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ir import Graph
@@ -81,6 +82,7 @@ def plan_graph(
     warm_start: bool = True,
     start_plans: Sequence[Plan] = (),
     log_to_terminal: bool = False,
+    budget: Budget | None = None,
 ) -> PlanResult:
     """Plan ``graph`` on ``system`` by ILP; the plan is verified and simulated.
 
@@ -97,15 +99,16 @@ def plan_graph(
     baseline's plan and ``start_plans`` (e.g. the plan of a neighbouring capacity in a
     sweep, or the previous round of address fitting) that the model can express and that
     fits its limits.
+
+    ``time_limit_seconds`` bounds the whole call (every solve, and the work around them);
+    ``budget`` (when given) wins over it: a deadline shared with the caller's other work,
+    where this call records the seconds of its phases.
     """
     from autotm_core.costs import resolve_costs
-    from autotm_core.ilp.decode import decode_plan, objective_of, settled_values
     from autotm_core.ilp.formulation import build_program
-    from autotm_core.ilp.incumbent import relax_and_fix
+    from autotm_core.ilp.incumbent import relax_and_fix, retime
     from autotm_core.ilp.options import resolve_capacities
     from autotm_core.ilp.solve import resolve_solver, solve_program
-    from autotm_core.plans.verify import check_plan
-    from autotm_core.simulation import simulate
     from autotm_core.solvers import SolverConfig, TerminationCondition
 
     if fast_capacity_nbytes is not None:
@@ -113,28 +116,36 @@ def plan_graph(
     options = options or FormulationOptions(formulation=formulation)
     costs = costs if costs is not None else resolve_costs(graph, system)
     backend = resolve_solver(solver)
+    budget = budget if budget is not None else Budget.of(time_limit_seconds)
     capacities = resolve_capacities(graph, system, options.capacities)
     check_lower_bounds(graph, system, capacities, options)
 
     started = time.perf_counter()
-    index = build_program(graph, costs, system, options.capacities, options)
+    with budget.phase("build"):
+        index = build_program(graph, costs, system, options.capacities, options)
     build_seconds = time.perf_counter() - started
+    # decoding, verifying and simulating the plan take about as long as building the model
+    reserve = build_seconds
     logger.info("model: %d variables (%d binary), %d rows, %d nonzeros, built in %.2f s",
                 index.lp.n_vars, index.lp.n_binaries, index.lp.n_rows, index.lp.n_nonzeros,
                 build_seconds)
 
     rf = None
+    asynchronous = options.formulation is Formulation.ASYNCHRONOUS
     # Relax-and-fix on separable costs only: with table costs its fixed MIP's objective
     # was seen to differ from the simulated time by ~1e-7 s (config binaries at tolerance).
-    if warm_start and costs.separable() is not None and _relax_and_fix_pays(backend):
+    # Not on asynchronous models: their LP relaxation alone outlasts the budget (retiming).
+    if (warm_start and costs.separable() is not None and not asynchronous
+            and _relax_and_fix_pays(backend)):
         from autotm_core.ilp.reductions import find_reductions
 
         # its LP relaxation with the exact reductions applied: at 5,000 kernels about 22 s
         # instead of over 40
-        reduced = find_reductions(index, graph, system, costs).apply(index.lp)
-        rf = relax_and_fix(
-            index, solver=backend, relative_gap=relative_gap, lp=reduced,
-            time_limit_seconds=None if time_limit_seconds is None else time_limit_seconds / 3)
+        with budget.phase("relax-and-fix"):
+            reduced = find_reductions(index, graph, system, costs).apply(index.lp)
+            # each of its two solves gets a quarter of the time left
+            rf = relax_and_fix(index, solver=backend, relative_gap=relative_gap, lp=reduced,
+                               time_limit_seconds=budget.limit(1 / 4, reserve=reserve))
     start: np.ndarray | None = None
     values: np.ndarray | None
     if rf is not None and rf.result.gap is not None and rf.result.gap <= relative_gap:
@@ -142,11 +153,24 @@ def plan_graph(
         result, values, start = rf.result, rf.values, rf.values
     else:
         if warm_start and backend.capabilities.warm_start:
-            start = _best_start(index, graph, system, start_plans,
-                                first=None if rf is None else rf.values)
-        config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
-                              log_to_terminal=log_to_terminal, warm_start=start is not None)
-        result, values = solve_program(index, backend, config, start=start, name=graph.name)
+            with budget.phase("starts"):
+                start = _best_start(index, graph, system, start_plans,
+                                    first=None if rf is None else rf.values)
+            if asynchronous and start is not None:
+                with budget.phase("retime"):
+                    rf = retime(index, start, solver=backend, relative_gap=relative_gap,
+                                time_limit_seconds=budget.limit(1 / 3, reserve=reserve))
+                if rf is not None:
+                    start = rf.values
+        config = SolverConfig(time_limit_seconds=budget.limit(reserve=reserve),
+                              relative_gap=relative_gap, log_to_terminal=log_to_terminal,
+                              warm_start=start is not None)
+        with budget.phase("solve"):
+            result, values = solve_program(index, backend, config, start=start, name=graph.name)
+        if (values is None or not result.has_solution) and rf is not None \
+                and result.termination is not TerminationCondition.INTERRUPTED:
+            # the full solve lost the start it was given (time limit before it was loaded)
+            result, values = attrs.evolve(rf.result, termination=result.termination), rf.values
     result = attrs.evolve(result, build_seconds=build_seconds + result.build_seconds)
     if result.termination in (TerminationCondition.INFEASIBLE,
                               TerminationCondition.INFEASIBLE_OR_UNBOUNDED):
@@ -157,6 +181,19 @@ def plan_graph(
             f"({result.termination.value}: {result.message})",
             hint="give it more time (--time-limit), a larger gap, or more fast memory",
         )
+    with budget.phase("check"):
+        return _checked(index, values, result, graph, system, costs, options,
+                        start_given=start is not None)
+
+
+def _checked(index: Any, values: np.ndarray, result: Any, graph: Graph, system: MemorySystem,
+             costs: KernelCosts, options: FormulationOptions, *,
+             start_given: bool) -> PlanResult:
+    """The plan of solved ``values``: decoded, verified, simulated and held to its objective."""
+    from autotm_core.ilp.decode import decode_plan, objective_of, settled_values
+    from autotm_core.plans.verify import check_plan
+    from autotm_core.simulation import simulate
+
     values = settled_values(index, values)
     objective = objective_of(index, values)
     bound = None if result.best_bound is None else index.objective_seconds(result.best_bound)
@@ -183,7 +220,7 @@ def plan_graph(
                       n_variables=index.lp.n_vars, n_binaries=index.lp.n_binaries,
                       n_constraints=index.lp.n_rows, n_nonzeros=index.lp.n_nonzeros,
                       build_seconds=result.build_seconds, objective_seconds=objective,
-                      bound_seconds=bound, warm_started=start is not None,
+                      bound_seconds=bound, warm_started=start_given,
                       system=system)
 
 

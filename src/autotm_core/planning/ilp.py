@@ -13,6 +13,12 @@ every plan it allows); the gap is measured from it.
 
 Approximate planning (very large graphs) plans the formulation asked for only,
 within its time budget, with the held plans offered the same way.
+
+The time limit bounds the whole call (:mod:`autotm_core.ilp.budget`): each
+formulation of the chain gets a share of what is left when it starts
+(:data:`STAGE_WEIGHTS`: the richest the most; time a stage does not use passes
+on), a richer formulation is not started once the deadline has passed, and the
+outcome lists the seconds of every phase.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from typing import Any
 
 import attrs
 
-from autotm_core.errors import AutotmError, PlanError, SolveInterruptedError
+from autotm_core.errors import AutotmError, CapacityError, PlanError, SolveInterruptedError
+from autotm_core.ilp.budget import MIN_SOLVE_SECONDS, Budget
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ilp.restrictions import model_restrictions
 from autotm_core.planning.mode import PlanMode
@@ -41,6 +48,10 @@ DEFAULT_APPROXIMATE_SECONDS = 60.0
 """The approximate planner's time budget when no time limit is given."""
 CHAIN = (Formulation.STATIC, Formulation.SYNCHRONOUS, Formulation.ASYNCHRONOUS)
 """The formulations from the simplest; each one's plans are plans of the next."""
+
+STAGE_WEIGHTS = {Formulation.STATIC: 1.0, Formulation.SYNCHRONOUS: 2.0,
+                 Formulation.ASYNCHRONOUS: 4.0}
+"""Each formulation's share of the time left when it starts, against the stages after it."""
 
 _NOT_PROVEN = frozenset({"time_limit", "interrupted", "iteration_limit", "unknown", "error"})
 """Terminations after which a loaded plan is the best found, not a proven one."""
@@ -60,7 +71,8 @@ class IlpSettings:
     solver: Any
     """The solver backend (a :class:`~autotm_core.solvers.Solver`)."""
     time_limit_seconds: float | None
-    """Each solve's time limit; the approximate planner's budget."""
+    """The whole call's time limit (every formulation, round and solve); the approximate
+    planner's budget."""
     relative_gap: float
     """Relative gap at which a solve stops."""
     max_rounds: int
@@ -75,23 +87,44 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
              warm_starts: Sequence[Plan], say: Callable[[str], None]) -> Outcome:
     """The ILP's plan of ``problem`` for ``planner``'s formulation (see the module docstring)."""
     started = time.perf_counter()
+    budget = Budget.of(settings.time_limit_seconds)
     target = planner.formulation
     assert target is not None  # every ILP planner has one
-    priced = _priced(problem, target, warm_starts)  # verified and simulated once per call
+    with budget.phase("held plans"):
+        priced = _priced(problem, target, warm_starts)  # verified and simulated once per call
     if settings.mode is PlanMode.APPROXIMATE:
-        return _approximate(problem, planner, settings, _allowed(priced, target), started, say)
+        outcome = _approximate(problem, planner, settings, _allowed(priced, target), budget,
+                               started, say)
+        return attrs.evolve(outcome, phases=budget.phases())
     best: Outcome | None = None
-    for formulation in CHAIN[:CHAIN.index(target) + 1]:
+    chain = CHAIN[:CHAIN.index(target) + 1]
+    for i, formulation in enumerate(chain):
+        if best is not None and budget.expired:
+            best = attrs.evolve(best, note=_joined(
+                best.note, f"the time limit was reached before the {formulation.value} "
+                f"formulation could be planned; the {best.planner.name} plan is returned"))
+            break
         held = _allowed(priced, formulation) + (
             [_Held(best.plan, best.simulation)] if best else [])
         say(f"building the {formulation.value} model of {problem.graph.name} "
             f"({len(problem.graph.kernels):,} kernels)")
+        later = sum(STAGE_WEIGHTS[f] for f in chain[i:])
+        stage = Budget(budget.until(STAGE_WEIGHTS[formulation] / later),
+                       stage=formulation.value, spent=budget.spent)
         try:
-            outcome = _exact(problem, PLANNERS[formulation.value], settings, held, started, say)
+            outcome = _exact(problem, PLANNERS[formulation.value], settings, held, stage,
+                             started, say)
         except SolveInterruptedError:
             if best is None:
                 raise
             best = _interrupted(best, formulation)
+            break
+        except CapacityError as exc:  # e.g. the time limit ended address fitting
+            if best is None:
+                raise
+            best = attrs.evolve(best, note=_joined(
+                best.note, f"the {formulation.value} formulation gave no plan that fits "
+                f"({exc.message}); the {best.planner.name} plan is returned"))
             break
         if best is not None and best.step_seconds < outcome.step_seconds:
             outcome = _kept(best, outcome)
@@ -99,7 +132,12 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
         if best.interrupted:  # Ctrl-C: stop the chain, keep the best verified plan
             break
     assert best is not None
-    return attrs.evolve(best, planner=planner, plan_seconds=time.perf_counter() - started)
+    return attrs.evolve(best, planner=planner, plan_seconds=time.perf_counter() - started,
+                        phases=budget.phases())
+
+
+def _joined(note: str, more: str) -> str:
+    return f"{note}; {more}" if note else more
 
 
 @attrs.frozen
@@ -152,7 +190,7 @@ def _options(settings: IlpSettings, formulation: Formulation) -> FormulationOpti
 
 
 def _exact(problem: Problem, planner: Planner, settings: IlpSettings, held: list[_Held],
-           started: float, say: Callable[[str], None]) -> Outcome:
+           budget: Budget, started: float, say: Callable[[str], None]) -> Outcome:
     """One exact solve of ``planner``'s formulation, with addresses when asked."""
     from autotm_core.simulation import simulate
 
@@ -160,8 +198,7 @@ def _exact(problem: Problem, planner: Planner, settings: IlpSettings, held: list
     common: dict[str, Any] = dict(
         costs=problem.costs, options=_options(settings, planner.formulation),
         solver=settings.solver, relative_gap=settings.relative_gap,
-        time_limit_seconds=settings.time_limit_seconds,
-        start_plans=tuple(h.plan for h in held))
+        budget=budget, start_plans=tuple(h.plan for h in held))
     graph, system = problem.graph, problem.limited_system
     fitting = None
     if settings.addresses:
@@ -174,7 +211,8 @@ def _exact(problem: Problem, planner: Planner, settings: IlpSettings, held: list
             **common)
         result, plan, bound = fitted.result, fitted.plan, fitted.bound_seconds
         fitting = Addresses(fits=fitted.fits, rounds=fitted.rounds, assignment=fitted.assignment)
-        simulation = simulate(plan, graph, system, problem.costs)
+        with budget.phase("check"):
+            simulation = simulate(plan, graph, system, problem.costs)
         source = "ilp" if fitted.source.startswith("round") else _held_source(fitted.source)
     else:
         from autotm_core.ilp.planner import plan_graph
@@ -267,18 +305,21 @@ def _interrupted(best: Outcome, formulation: Formulation) -> Outcome:
 
 
 def _approximate(problem: Problem, planner: Planner, settings: IlpSettings, held: list[_Held],
-                 started: float, say: Callable[[str], None]) -> Outcome:
+                 budget: Budget, started: float, say: Callable[[str], None]) -> Outcome:
     from autotm_core.ilp.approximate import plan_approximate
 
     graph = problem.graph
     assert planner.formulation is not None
     say(f"planning {graph.name} ({len(graph.kernels):,} kernels) approximately, "
         "a stretch at a time")
-    result = plan_approximate(
-        graph, problem.limited_system, costs=problem.costs, solver=settings.solver,
-        options=_options(settings, planner.formulation), relative_gap=settings.relative_gap,
-        time_budget_seconds=settings.time_limit_seconds or DEFAULT_APPROXIMATE_SECONDS,
-        start_plans=tuple(h.plan for h in held))
+    remaining = budget.remaining()
+    with budget.phase("approximate"):
+        result = plan_approximate(
+            graph, problem.limited_system, costs=problem.costs, solver=settings.solver,
+            options=_options(settings, planner.formulation), relative_gap=settings.relative_gap,
+            time_budget_seconds=DEFAULT_APPROXIMATE_SECONDS if remaining is None
+            else max(remaining, MIN_SOLVE_SECONDS),
+            start_plans=tuple(h.plan for h in held))
     restrictions = model_restrictions(graph, problem.limited_system, costs=problem.costs,
                                       options=_options(settings, planner.formulation))
     stats = SolveStats(

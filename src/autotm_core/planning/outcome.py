@@ -20,6 +20,7 @@ from autotm_core.plans.model import Plan
 if TYPE_CHECKING:
     from autotm_core.addresses import OffsetAssignment
     from autotm_core.baselines import CacheResult
+    from autotm_core.ilp.budget import Phase
     from autotm_core.ilp.fitting import FitRound
     from autotm_core.ilp.reductions import Reductions
     from autotm_core.simulation import Simulation
@@ -143,6 +144,9 @@ class Outcome:
     note: str = ""
     """Why the plan returned is not the asked formulation's own solve's, when it is not (a
     simpler formulation's plan, or a held plan, the solve did not beat)."""
+    phases: tuple[Phase, ...] = ()
+    """Where the ILP planner's time went, step by step (``"synchronous: solve"``), in the
+    order first run; summed over address-fitting rounds (ILP planners only)."""
 
     @property
     def all_fast_seconds(self) -> float | None:

@@ -60,6 +60,7 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
     facts["plan_source"] = outcome.source
     facts["note"] = outcome.note or None
     facts["plan_seconds"] = outcome.plan_seconds
+    facts["phases"] = {phase.name: phase.seconds for phase in outcome.phases}
     facts["reductions"] = None if outcome.reductions is None else outcome.reductions.summary()
     a = outcome.addresses
     facts["addresses"] = None if a is None else {
@@ -88,6 +89,21 @@ def _title(outcome: Outcome) -> str:
     return (f"[bold]{escape(problem.graph.name)}[/] on {escape(problem.system.name)}: "
             f"{escape(outcome.planner.name)} plan, {escape(memory)} {size}{limit} of peak "
             f"{format_bytes(problem.peak_nbytes)}")
+
+
+def _phase_lines(outcome: Outcome) -> list[tuple[str, str]]:
+    """Per stage of planning (held plans, each formulation): its seconds and its steps'."""
+    stages: dict[str, list[tuple[str, float]]] = {}
+    for phase in outcome.phases:
+        stage, _, step = phase.name.rpartition(": ")
+        stages.setdefault(stage or step, []).append((step, phase.seconds))
+    lines = []
+    for stage, steps in stages.items():
+        total = format_seconds(sum(seconds for _, seconds in steps))
+        detail = ", ".join(f"{step} {format_seconds(seconds)}" for step, seconds in steps
+                           if step != stage)
+        lines.append((stage, f"{total} ({detail})" if detail else total))
+    return lines
 
 
 def _head(outcome: Outcome) -> Table:
@@ -132,6 +148,8 @@ def _head(outcome: Outcome) -> Table:
                  f"{format_seconds(s.handoff_seconds)}, solve "
                  f"{format_seconds(s.solve_seconds)} (total {format_seconds(s.total_seconds)})"
                  + ("" if s.warm_started else ", no warm start"))
+    for i, (stage, line) in enumerate(_phase_lines(outcome)):
+        head.add_row("phases" if i == 0 else "", f"{stage}: {line}")
     a = outcome.addresses
     if a is None:
         head.add_row("addresses", "not assigned (--no-addresses, or approximate planning)")

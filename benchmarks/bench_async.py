@@ -1,0 +1,104 @@
+"""Asynchronous against synchronous planning on the paper's workloads and a GPU (issue 15).
+
+Per cell: the synchronous and the asynchronous plan, each by its own call of
+:func:`autotm_core.planning.plan` under the same ``--time-limit`` (which bounds the
+whole call: the asynchronous call plans static and synchronous on its way), with
+addresses fitted; greedy's plan; the asynchronous model's bound (``-`` when the
+solver proved none); and a physical lower bound: no less than every kernel at
+its all-fast time, and no less than the bytes that must cross between the fast
+pool and the others over the fastest rates that move them (at the kernel where
+live bytes exceed the fast capacity most, every byte over it lives outside the
+fast pool and is read, written or copied across at least once in the step).
+Prints each plan's distance to that bound and the load average.
+
+    python benchmarks/bench_async.py                  # every cell, --time-limit 60
+    python benchmarks/bench_async.py --cells vgg19-gpu gpt2-gpu --time-limit 120
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from autotm_core.planning import Problem, load_problem, plan
+
+CELLS = {
+    "inception_v4": ("zoo:inception_v4:batch=64", "optane-2019", "4:1"),
+    "resnet50": ("zoo:resnet50:batch=64", "optane-2019", "4:1"),
+    "densenet121": ("zoo:densenet121:batch=64", "optane-2019", "4:1"),
+    "vgg19": ("zoo:vgg19:batch=128", "optane-2019", "4:1"),
+    "vgg19-gpu": ("zoo:vgg19:batch=128", "gpu-h200", "4:1"),
+    "gpt2-gpu": ("zoo:gpt2:batch=8,seq=1024,layers=12", "gpu-h200", "1:1"),
+}
+"""Cell name -> (graph, memory system, PMM:DRAM limit); 1:1 is half the peak."""
+
+
+def physical_lower_bound(problem: Problem) -> float:
+    """Seconds no plan of ``problem`` can beat (see the module docstring)."""
+    system = problem.limited_system
+    capacity = system.fast.capacity_nbytes
+    excess = max(0, problem.peak_nbytes - capacity) if capacity is not None else 0
+    into = out = 0.0
+    for q, pool in enumerate(system.pools[1:], start=1):
+        into = max(into, pool.read_bytes_per_second, system.link(q, 0).sync_bytes_per_second,
+                   system.link(q, 0).async_bytes_per_second)
+        out = max(out, pool.write_bytes_per_second, system.link(0, q).sync_bytes_per_second,
+                  system.link(0, q).async_bytes_per_second)
+    all_fast = problem.all_fast_seconds or 0.0
+    return max(all_fast, excess / (into + out) if into + out else 0.0)
+
+
+def bench(name: str, *, time_limit: float) -> dict[str, object]:
+    """Plan cell ``name`` synchronously and asynchronously, and measure both."""
+    source, system, limit = CELLS[name]
+    problem = load_problem(source, system, limit=limit)
+    out: dict[str, object] = {"cell": name, "kernels": len(problem.graph.kernels)}
+    for planner in ("synchronous", "asynchronous"):
+        started = time.perf_counter()
+        outcome = plan(problem, planner, time_limit_seconds=time_limit)
+        out[planner] = outcome.step_seconds
+        out[f"{planner}_wall"] = time.perf_counter() - started
+        out[f"{planner}_source"] = outcome.source
+        if planner == "asynchronous":
+            assert outcome.solve is not None
+            out["bound"] = outcome.solve.bound_seconds
+    out["greedy"] = plan(problem, "greedy").step_seconds
+    out["physical"] = physical_lower_bound(problem)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", nargs="*", default=list(CELLS), choices=list(CELLS),
+                        help="cells to run (default: all)")
+    parser.add_argument("--time-limit", type=float, default=60.0,
+                        help="each call's time limit, seconds (default 60)")
+    args = parser.parse_args()
+    console = Console(width=160)
+    table = Table(title=f"asynchronous vs synchronous, --time-limit {args.time_limit:g}")
+    for column in ("cell", "kernels", "sync step", "sync wall", "async step", "async wall",
+                   "async/sync", "greedy", "async bound", "physical bound",
+                   "async/physical", "async source"):
+        table.add_column(column, justify="left" if column in ("cell", "async source") else "right")
+    for name in args.cells:
+        r = bench(name, time_limit=args.time_limit)
+        sync, asyn, physical = (float(r["synchronous"]), float(r["asynchronous"]),  # type: ignore[arg-type]
+                                float(r["physical"]))  # type: ignore[arg-type]
+        bound = r["bound"]
+        table.add_row(
+            name, f"{r['kernels']:,}", f"{sync:.4f} s", f"{r['synchronous_wall']:.1f} s",
+            f"{asyn:.4f} s", f"{r['asynchronous_wall']:.1f} s", f"{asyn / sync:.3f}",
+            f"{r['greedy']:.4f} s", "-" if bound is None else f"{bound:.4f} s",
+            f"{physical:.4f} s", f"{asyn / physical:.2f}x" if physical else "-",
+            str(r["asynchronous_source"]))
+        console.print(f"{name}: done (load average {os.getloadavg()[0]:.2f})")
+    console.print(table)
+    console.print(f"load average {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
