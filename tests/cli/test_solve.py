@@ -48,6 +48,9 @@ def test_readme_first_command(capsys: pytest.CaptureFixture[str]) -> None:
         assert b["step_seconds"] >= facts["step_seconds"] * (1 - facts["solve"]["gap"] - 1e-9)
     assert facts["model"]["binaries"] > 0
     assert facts["model"]["nonzeros"] >= facts["model"]["constraints"] > 0
+    assert "synchronous: solve" in facts["phases"] or "synchronous: relax-and-fix" in facts[
+        "phases"]
+    assert sum(facts["phases"].values()) <= facts["plan_seconds"]
     assert facts["addresses"]["fits"] and facts["addresses"]["rounds"] >= 1
 
 

@@ -90,6 +90,7 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
     budget = Budget.of(settings.time_limit_seconds)
     target = planner.formulation
     assert target is not None  # every ILP planner has one
+    say("planning first-touch's and greedy's plans to start from and to beat")
     with budget.phase("held plans"):
         priced = _priced(problem, target, warm_starts)  # verified and simulated once per call
     if settings.mode is PlanMode.APPROXIMATE:
