@@ -49,8 +49,8 @@ DEFAULT_APPROXIMATE_SECONDS = 60.0
 CHAIN = (Formulation.STATIC, Formulation.SYNCHRONOUS, Formulation.ASYNCHRONOUS)
 """The formulations from the simplest; each one's plans are plans of the next."""
 
-STAGE_WEIGHTS = {Formulation.STATIC: 1.0, Formulation.SYNCHRONOUS: 2.0,
-                 Formulation.ASYNCHRONOUS: 4.0}
+STAGE_WEIGHTS = {Formulation.STATIC: 1.0, Formulation.SYNCHRONOUS: 3.0,
+                 Formulation.ASYNCHRONOUS: 3.0}
 """Each formulation's share of the time left when it starts, against the stages after it."""
 
 _NOT_PROVEN = frozenset({"time_limit", "interrupted", "iteration_limit", "unknown", "error"})
