@@ -8,7 +8,7 @@ import pytest
 
 from autotm_core import Graph, preset
 from autotm_core.capacity import Limit, PoolLimit
-from autotm_core.errors import MemorySystemError, UsageError
+from autotm_core.errors import UsageError
 
 
 def test_the_three_ways_to_write_a_limit(mlp: Graph) -> None:
@@ -40,7 +40,7 @@ def test_a_bad_limit_is_one_usage_error(text: str) -> None:
 
 
 def test_an_unknown_pool_names_the_pools(mlp: Graph) -> None:
-    with pytest.raises(MemorySystemError, match="no pool 'hbm'"):
+    with pytest.raises(UsageError, match="no pool 'hbm'"):
         Limit.parse("hbm=4:1").apply(mlp, preset("optane-2019"))
 
 

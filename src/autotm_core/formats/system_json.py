@@ -14,7 +14,8 @@ KIND = "memory-system"
 VERSION = 1
 _POOL_FIELDS = {"name", "capacity_nbytes", "read_bytes_per_second", "write_bytes_per_second",
                 "latency_seconds", "numa_node", "device"}
-_LINK_FIELDS = {"from", "to", "sync_bytes_per_second", "async_bytes_per_second"}
+_LINK_FIELDS = {"from", "to", "sync_bytes_per_second", "async_bytes_per_second", "duplex",
+                "kernel_traffic"}
 _NUMBER = (int, float)
 
 
@@ -44,6 +45,9 @@ def system_to_document(system: MemorySystem) -> dict[str, Any]:
                 "to": link.target,
                 "sync_bytes_per_second": link.sync_bytes_per_second,
                 "async_bytes_per_second": link.async_bytes_per_second,
+                # written when set: a file without them means what it always meant
+                **({"duplex": True} if link.duplex else {}),
+                **({"kernel_traffic": True} if link.kernel_traffic else {}),
             }
             for link in system.links
         ],
@@ -102,6 +106,10 @@ def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
                     async_bytes_per_second=fields.get(
                         obj, "async_bytes_per_second", where, _NUMBER
                     ),
+                    duplex=fields.get(obj, "duplex", where, bool, required=False,
+                                      default=False),
+                    kernel_traffic=fields.get(obj, "kernel_traffic", where, bool,
+                                              required=False, default=False),
                 ),
             )
         )

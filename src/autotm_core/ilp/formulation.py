@@ -13,7 +13,9 @@ least the synchronous copy's time, and no bounded pool spared; see
 - Kernel time: one continuous ``T_k`` per kernel. With separable costs, ``T_k`` is at
   least each affine term of the kernel in its tensors' usable pools; with table
   costs, one binary per allowed configuration, each tensor's pool in it equal to
-  where the tensor is usable. Asynchronous moves overlapping ``k`` also bound ``T_k``.
+  where the tensor is usable. Asynchronous moves overlapping ``k`` also bound ``T_k``:
+  per copy channel of the memory system, their seconds plus the kernel's own reads
+  and writes crossing a link of that channel that carries kernel traffic.
 - Capacity, per bounded pool, in running-sum form over half steps (``2k + 1``:
   kernel ``k`` runs; ``2k``: the boundary before it, where synchronous copies hold
   both pools): occupancy ``O[h] = O[h-1] + (what enters at h) - (what left)``, with
@@ -141,7 +143,11 @@ class _Builder:
             q: [[] for _ in range(2 * self.n + 2)] for q in self.bounded
         }
         self.config_pools: list[np.ndarray] = []
-        self.async_load: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
+        # per kernel, per copy channel: (variable, objective units) of its overlapping copies
+        self.async_load: list[dict[int, list[tuple[int, float]]]] = [{} for _ in range(self.n)]
+        self.channels = system.link_channels
+        self.one_channel = int(self.channels.max()) == 0
+        self.traffic = system.kernel_traffic_seconds_per_byte()
         self.at_kernel: dict[tuple[int, int], dict[int, int]] = {}
         self.time = 1.0 / SECONDS_PER_UNIT
         # Transitions repeat (21,653 in a 5,000-kernel chain, 55 distinct): see :meth:`_pairs`.
@@ -271,7 +277,10 @@ class _Builder:
                         var = lp.add_var(ub=1.0, binary=True)
                         record((EDGE, tr.kernel, first + i + 1, s2, s, 1))
                         edges.append(Edge(var, s, s2, j))
-                        self.async_load[j].append((var, seconds))
+                        for source, target, copy_seconds in moves:
+                            self.async_load[j].setdefault(
+                                int(self.channels[source, target]), []).append(
+                                    (var, self.time * copy_seconds))
                         boundary.append((var, a.pools if evict else b.pools))
                         self._async_occupancy(var, a, b, j, size, evict,
                                               ts.slots[i + 1] if evict else ts.slots[i])
@@ -316,7 +325,8 @@ class _Builder:
         boundary (and both pools there).
         """
         assert self.ceilings is not None
-        if not self.options.reduce or seconds - float(self.ceilings[j]) < sync_cost:
+        if (not self.options.reduce or not self.one_channel
+                or seconds - float(self.ceilings[j]) < sync_cost):
             return True
         spared = (b.pools - a.pools) if evict else (a.pools - b.pools)
         return any(q in self.bounded for q in spared)
@@ -414,12 +424,38 @@ class _Builder:
                         usable = [v for s, v in x.items() if states[s].usable == p]
                         lp.add_row(picked + usable, [1.0] * len(picked) + [-1.0] * len(usable),
                                    lb=0.0, ub=0.0)
-            if self.async_load[k]:
-                load = self.async_load[k]
+            for load in self._channel_loads(k, entries, xs):
                 k_rows.append(lp.add_row([tk] + [v for v, _ in load], [1.0] + [-s for _, s in load],
                                          lb=0.0))
             rows.append(k_rows)
         return times, rows, config_vars
+
+    def _channel_loads(self, k: int, entries: range,
+                       xs: list[dict[int, int]]) -> list[list[tuple[int, float]]]:
+        """Per copy channel busy during kernel ``k``: (variable, objective units) of its
+        overlapping copies and of the kernel's own reads and writes it carries (a state
+        whose usable pool is across a link with kernel traffic); ``T_k`` is at least each."""
+        loads = {c: list(terms) for c, terms in self.async_load[k].items()}
+        reads, writes = self.traffic
+        if reads.any() or writes.any():
+            live, states = self.live, self.states
+            for e, x in zip(entries, xs, strict=True):
+                nbytes = float(live.nbytes[live.kernel_tensors[e]]) * self.time
+                for s, v in x.items():
+                    p = states[s].usable
+                    if p and live.kernel_reads[e] and reads[p]:
+                        loads.setdefault(int(self.channels[p, 0]), []).append(
+                            (v, nbytes * float(reads[p])))
+                    if p and live.kernel_writes[e] and writes[p]:
+                        loads.setdefault(int(self.channels[0, p]), []).append(
+                            (v, nbytes * float(writes[p])))
+        merged = []
+        for c in sorted(loads):  # one coefficient per variable (read and written: both)
+            terms: dict[int, float] = {}
+            for v, seconds in loads[c]:
+                terms[v] = terms.get(v, 0.0) + seconds
+            merged.append(list(terms.items()))
+        return merged
 
     # -- capacity -------------------------------------------------------------
 

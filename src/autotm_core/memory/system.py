@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable
 
 import attrs
+import numpy as np
 
 from autotm_core.errors import MemorySystemError
 
@@ -97,7 +98,18 @@ class CopyLink:
     sync_bytes_per_second: float = attrs.field(validator=_positive)
     """Bandwidth of a blocking copy (nothing else runs)."""
     async_bytes_per_second: float = attrs.field(validator=_positive)
-    """Bandwidth of a copy overlapping kernels."""
+    """Bandwidth of a copy overlapping kernels (and of the kernels' own traffic on this link,
+    when :attr:`kernel_traffic`)."""
+    duplex: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """Whether overlapping copies on this link have a channel of their own (e.g. one
+    direction of PCIe with its own copy engine); otherwise they share one engine with
+    every other link that is not duplex, and their times add up during a kernel."""
+    kernel_traffic: bool = attrs.field(default=False,
+                                       validator=attrs.validators.instance_of(bool))
+    """Whether kernels' own accesses cross this link too, sharing it with the copies: for
+    a link into the fastest pool (where kernels run), their reads of tensors used from
+    ``source``; for a link out of it, their writes of tensors used in ``target`` (a GPU
+    reading host memory over PCIe)."""
 
 
 def _to_pools(value: Iterable[Pool]) -> tuple[Pool, ...]:
@@ -207,6 +219,39 @@ class MemorySystem:
     def link(self, source: int, target: int) -> CopyLink:
         """Copy link between two pool positions (given or derived)."""
         return self._links[source, target]
+
+    @functools.cached_property
+    def link_channels(self) -> np.ndarray:
+        """``(n_pools, n_pools)`` channel of each link's overlapping copies: 0 is the one
+        engine every link that is not :attr:`CopyLink.duplex` shares, each duplex link has
+        its own from 1 up; -1 on the diagonal. During a kernel, each channel's copies (and
+        kernel traffic) take their times one after the other; channels run side by side."""
+        n = len(self.pools)
+        out = np.full((n, n), -1, dtype=np.int64)
+        channel = 0
+        for s in range(n):
+            for t in range(n):
+                if s != t:
+                    if self._links[s, t].duplex:
+                        channel += 1
+                        out[s, t] = channel
+                    else:
+                        out[s, t] = 0
+        return out
+
+    def kernel_traffic_seconds_per_byte(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per pool ``p``: seconds per byte a kernel's read (first array) or write (second)
+        of a tensor used from ``p`` keeps the link between ``p`` and the fastest pool busy
+        (0 where that link carries no kernel traffic, and for the fastest pool itself)."""
+        n = len(self.pools)
+        reads, writes = np.zeros(n), np.zeros(n)
+        for p in range(1, n):
+            into, out = self._links[p, 0], self._links[0, p]
+            if into.kernel_traffic:
+                reads[p] = 1.0 / into.async_bytes_per_second
+            if out.kernel_traffic:
+                writes[p] = 1.0 / out.async_bytes_per_second
+        return reads, writes
 
     def copy_seconds(self, nbytes: int, source: int, target: int, *, asynchronous: bool) -> float:
         """Time to copy ``nbytes`` from pool position ``source`` to ``target``."""

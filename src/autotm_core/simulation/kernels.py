@@ -26,11 +26,17 @@ def simulate_arrays(
     move_nbytes,
     sync_bytes_per_second,
     async_bytes_per_second,
+    link_channel,
+    channel_seconds,
 ):
     """Per-kernel move times, per-pool bytes per kernel, and bytes and counts per pool pair.
 
-    Returns ``(sync_seconds, async_seconds, effective_seconds, pool_nbytes, pair_nbytes,
-    pair_counts)``; see :class:`autotm_core.simulation.simulate.Simulation` for each.
+    ``link_channel[s, t]`` is the channel of the link's overlapping copies and
+    ``channel_seconds[k, c]`` the kernel's own traffic on channel ``c`` (see
+    :attr:`autotm_core.memory.MemorySystem.link_channels`); the array is filled in with
+    the copies' times. Returns ``(sync_seconds, async_seconds, effective_seconds,
+    pool_nbytes, pair_nbytes, pair_counts)``; see
+    :class:`autotm_core.simulation.simulate.Simulation` for each.
     """
     n_kernels = kernel_seconds.shape[0]
     n_pools = sync_bytes_per_second.shape[0]
@@ -41,14 +47,19 @@ def simulate_arrays(
     for m in range(move_kernel.shape[0]):
         k, s, t, nbytes = move_kernel[m], move_source[m], move_target[m], move_nbytes[m]
         if move_async[m]:
-            async_seconds[k] += nbytes / async_bytes_per_second[s, t]
+            seconds = nbytes / async_bytes_per_second[s, t]
+            async_seconds[k] += seconds
+            channel_seconds[k, link_channel[s, t]] += seconds
             pair_nbytes[s, t, 1] += nbytes
             pair_counts[s, t, 1] += 1
         else:
             sync_seconds[k] += nbytes / sync_bytes_per_second[s, t]
             pair_nbytes[s, t, 0] += nbytes
             pair_counts[s, t, 0] += 1
-    effective_seconds = np.maximum(kernel_seconds, async_seconds)
+    effective_seconds = kernel_seconds.copy()
+    for k in range(n_kernels):
+        for c in range(channel_seconds.shape[1]):
+            effective_seconds[k] = max(effective_seconds[k], channel_seconds[k, c])
 
     delta = np.zeros((n_pools, n_kernels + 1), dtype=np.int64)
     for r in range(res_pool.shape[0]):

@@ -13,7 +13,8 @@ import numpy as np
 def simulate_arrays(kernel_seconds, workspace_nbytes,
                     res_pool, res_first, res_last, res_nbytes,
                     move_kernel, move_source, move_target, move_async, move_nbytes,
-                    sync_bytes_per_second, async_bytes_per_second):
+                    sync_bytes_per_second, async_bytes_per_second, link_channel,
+                    channel_seconds):
     """See :func:`autotm_core.simulation.kernels.simulate_arrays`."""
     n_kernels = len(kernel_seconds)
     n_pools = len(sync_bytes_per_second)
@@ -21,18 +22,20 @@ def simulate_arrays(kernel_seconds, workspace_nbytes,
     async_seconds = [0.0] * n_kernels
     pair_nbytes = np.zeros((n_pools, n_pools, 2), dtype=np.int64)
     pair_counts = np.zeros((n_pools, n_pools, 2), dtype=np.int64)
+    busy = channel_seconds.tolist()  # per kernel, per channel: its own traffic, then copies
     for k, s, t, asynchronous, nbytes in zip(
         move_kernel.tolist(), move_source.tolist(), move_target.tolist(), move_async.tolist(),
         move_nbytes.tolist(), strict=True,
     ):
         if asynchronous:
             async_seconds[k] += nbytes / async_bytes_per_second[s][t]
+            busy[k][link_channel[s][t]] += nbytes / async_bytes_per_second[s][t]
         else:
             sync_seconds[k] += nbytes / sync_bytes_per_second[s][t]
         pair_nbytes[s, t, int(asynchronous)] += nbytes
         pair_counts[s, t, int(asynchronous)] += 1
     effective_seconds = [
-        max(a, b) for a, b in zip(kernel_seconds.tolist(), async_seconds, strict=True)
+        max([a, *channels]) for a, channels in zip(kernel_seconds.tolist(), busy, strict=True)
     ]
 
     # Each residency adds its bytes where it begins and takes them back after it ends; a

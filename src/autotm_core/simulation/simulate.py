@@ -4,8 +4,11 @@ The model (the one every planner optimises):
 
 - kernel ``k`` runs in ``costs.seconds_all`` of its configuration ``plan.configs[k]``;
 - synchronous moves before ``k`` block: they add their copy time at the sync bandwidth;
-- asynchronous moves during ``k`` overlap it: the kernel costs max(its time, the sum of
-  their copy times at the async bandwidth);
+- asynchronous moves during ``k`` overlap it: each copy channel of the memory system
+  (:attr:`~autotm_core.memory.MemorySystem.link_channels`: one engine shared by every
+  link that is not duplex, one per duplex link) takes its copies one after the other,
+  at the async bandwidth, plus the kernel's own reads and writes crossing a link that
+  carries kernel traffic; the kernel costs max(its time, each channel's time);
 - step time = sum of effective kernel times + sum of synchronous move times;
 - memory: the bytes of the residencies covering each kernel in each pool, plus the
   kernel's workspace in the fastest pool.
@@ -66,7 +69,8 @@ class Simulation:
     async_seconds: FloatArray
     """``(n_kernels,)`` time of the asynchronous moves overlapping each kernel."""
     effective_seconds: FloatArray
-    """``(n_kernels,)`` max(kernel time, overlapping async moves) of each kernel."""
+    """``(n_kernels,)`` max(kernel time, each copy channel's time during it: its overlapping
+    async moves and the kernel traffic it carries) of each kernel."""
     pool_nbytes: IntArray
     """``(n_pools, n_kernels)`` bytes in each pool at each kernel (workspace in the fastest)."""
     pair_nbytes: IntArray
@@ -175,6 +179,8 @@ def simulate(
                 sync_bps[s, t] = link.sync_bytes_per_second
                 async_bps[s, t] = link.async_bytes_per_second
     nbytes = graph.liveness.nbytes
+    channels = system.link_channels
+    traffic = kernel_traffic_seconds(graph, system, a.entry_pools)
     loop = _loop(engine)
     sync, asyn, effective, pool_nbytes, pair_nbytes, pair_counts = loop(
         kernel_seconds,
@@ -190,6 +196,8 @@ def simulate(
         nbytes[a.move_tensor],
         sync_bps,
         async_bps,
+        channels,
+        traffic,
     )
     return Simulation(
         graph=graph.name,
@@ -206,6 +214,29 @@ def simulate(
         pair_nbytes=pair_nbytes,
         pair_counts=pair_counts,
     )
+
+
+def kernel_traffic_seconds(graph: Graph, system: MemorySystem,
+                           entry_pools: IntArray) -> FloatArray:
+    """``(n_kernels, n_channels)`` seconds each kernel's own reads and writes keep each copy
+    channel busy, the entries of its tensors used from ``entry_pools`` (zeros unless a link
+    carries kernel traffic, :attr:`~autotm_core.memory.CopyLink.kernel_traffic`)."""
+    live = graph.liveness
+    channels = system.link_channels
+    n_channels = int(channels.max()) + 1
+    out = np.zeros((len(graph.kernels), n_channels))
+    reads, writes = system.kernel_traffic_seconds_per_byte()
+    if not (reads.any() or writes.any()):
+        return out
+    pools = np.asarray(entry_pools, dtype=np.int64)
+    kernel_of = np.repeat(np.arange(len(graph.kernels)), np.diff(live.kernel_ptr))
+    nbytes = live.nbytes[live.kernel_tensors].astype(np.float64)
+    remote = pools > 0
+    into = np.where(remote, channels[pools, 0], 0)
+    out_of = np.where(remote, channels[0, pools], 0)
+    np.add.at(out, (kernel_of, into), np.where(live.kernel_reads, nbytes * reads[pools], 0.0))
+    np.add.at(out, (kernel_of, out_of), np.where(live.kernel_writes, nbytes * writes[pools], 0.0))
+    return out
 
 
 def _loop(engine: Engine) -> Callable[..., tuple[Any, ...]]:
