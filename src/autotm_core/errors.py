@@ -120,6 +120,10 @@ class SolverError(AutotmError):
     """A solver is unavailable, failed, or returned something unusable."""
 
 
+class NoPlanFoundError(SolverError):
+    """The solver stopped (at its time limit) before it found any plan."""
+
+
 class SolveInterruptedError(SolverError):
     """The user interrupted a solve (Ctrl-C) before the solver found any solution."""
 
@@ -148,6 +152,7 @@ __all__ = [
     "FormatError",
     "GraphError",
     "MemorySystemError",
+    "NoPlanFoundError",
     "NumaError",
     "PlanError",
     "PluginError",

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import time
+from typing import ClassVar
 
+import attrs
+import numpy as np
 import pytest
 
 from autotm_core.ilp.budget import MIN_SOLVE_SECONDS, Budget
-from autotm_core.planning import load_problem, plan
+from autotm_core.planning import PLANNERS, load_problem, plan
+from autotm_core.planning.ilp import IlpSettings, plan_ilp
+from autotm_core.planning.mode import PlanMode
+from autotm_core.plans import verify_plan
+from autotm_core.solvers import (
+    SolutionStatus,
+    SolverCapabilities,
+    SolveResult,
+    TerminationCondition,
+)
+from autotm_core.solvers.highs import HighsSolver
 
 
 def test_an_unlimited_budget_gives_no_limits() -> None:
@@ -52,3 +65,45 @@ def test_an_ilp_outcome_says_where_its_time_went() -> None:
     assert sum(p.seconds for p in outcome.phases) <= outcome.plan_seconds
     assert any("first-touch" in line for line in said)
     assert any(line.startswith("building the synchronous model") for line in said)
+
+
+@attrs.define
+class OutOfTimeWhenArmed:
+    """HiGHS, until armed: then every integer solve stops at its limit without a plan."""
+
+    name: str = "starved"
+    description: str = "HiGHS, then nothing"
+    capabilities: ClassVar[SolverCapabilities] = SolverCapabilities(
+        mip=True, warm_start=True, interrupt=True, duals=True)
+    armed: bool = False
+
+    def unavailable_reason(self) -> None:
+        return None
+
+    def solve(self, problem, config=None, start=None):  # type: ignore[no-untyped-def]
+        if self.armed and np.asarray(problem.is_integer).any():
+            return SolveResult(solver_name=self.name, solver_version="",
+                               termination=TerminationCondition.TIME_LIMIT,
+                               status=SolutionStatus.NO_SOLUTION), None
+        return HighsSolver().solve(problem, config, start)
+
+
+@pytest.mark.highs
+def test_a_richer_stage_out_of_time_keeps_the_simpler_plan() -> None:
+    problem = load_problem("example:chain-4", "gpu-h200", limit="1:1")
+    backend = OutOfTimeWhenArmed()
+
+    def say(line: str) -> None:
+        if line.startswith("building the asynchronous model"):
+            backend.armed = True
+
+    settings = IlpSettings(mode=PlanMode.EXACT, addresses=True, solver=backend,
+                           time_limit_seconds=None, relative_gap=0.01, max_rounds=8,
+                           pin_to_fast=False, page_nbytes=4096)
+    outcome = plan_ilp(problem, PLANNERS["asynchronous"], settings, warm_starts=(), say=say)
+    synchronous = plan(problem, "synchronous")
+    assert backend.armed
+    assert outcome.step_seconds <= synchronous.step_seconds * (1 + 1e-9)
+    assert outcome.planner.name == "asynchronous" and outcome.plan.has_offsets
+    assert "the asynchronous formulation gave no plan" in outcome.note
+    assert not verify_plan(outcome.plan, problem.graph, problem.limited_system)

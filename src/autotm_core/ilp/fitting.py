@@ -25,7 +25,12 @@ from typing import Any
 import attrs
 import numpy as np
 
-from autotm_core.errors import CapacityError, SolveInterruptedError, UsageError
+from autotm_core.errors import (
+    CapacityError,
+    NoPlanFoundError,
+    SolveInterruptedError,
+    UsageError,
+)
 from autotm_core.ilp.budget import Budget
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ir import Graph
@@ -187,7 +192,7 @@ def plan_with_addresses(
         try:
             result = plan_graph(graph, system, options=attrs.evolve(options, capacities=capacities),
                                 start_plans=previous, budget=budget, **plan_graph_kwargs)
-        except CapacityError as exc:
+        except (CapacityError, NoPlanFoundError) as exc:  # NoPlanFound: out of time
             if not limits:
                 raise
             if incumbent is not None:

@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
-from autotm_core.errors import AutotmError, CapacityError, SolverError
+from autotm_core.errors import AutotmError, CapacityError, NoPlanFoundError, SolverError
 from autotm_core.ilp.budget import Budget
 from autotm_core.ilp.infeasible import check_lower_bounds, explain_infeasible
 from autotm_core.ilp.options import Formulation, FormulationOptions
@@ -131,11 +131,24 @@ def plan_graph(
                 build_seconds)
 
     rf = None
-    asynchronous = options.formulation is Formulation.ASYNCHRONOUS
+    start: np.ndarray | None = None
+    values: np.ndarray | None
+    starts = warm_start and bool(backend.capabilities.warm_start)
+    # Asynchronous models: their LP relaxation alone outlasts the budget, so the held plans'
+    # best is retimed instead of relax-and-fix, when one fits the model (see retime).
+    retimed = options.formulation is Formulation.ASYNCHRONOUS and starts
+    if retimed:
+        with budget.phase("starts"):
+            start = _best_start(index, graph, system, start_plans)
+        if start is not None:
+            with budget.phase("retime"):
+                rf = retime(index, start, solver=backend, relative_gap=relative_gap,
+                            time_limit_seconds=budget.limit(1 / 3, reserve=reserve))
+            if rf is not None:
+                start = rf.values
     # Relax-and-fix on separable costs only: with table costs its fixed MIP's objective
     # was seen to differ from the simulated time by ~1e-7 s (config binaries at tolerance).
-    # Not on asynchronous models: their LP relaxation alone outlasts the budget (retiming).
-    if (warm_start and costs.separable() is not None and not asynchronous
+    if (warm_start and costs.separable() is not None and start is None
             and _relax_and_fix_pays(backend)):
         from autotm_core.ilp.reductions import find_reductions
 
@@ -146,22 +159,15 @@ def plan_graph(
             # each of its two solves gets a quarter of the time left
             rf = relax_and_fix(index, solver=backend, relative_gap=relative_gap, lp=reduced,
                                time_limit_seconds=budget.limit(1 / 4, reserve=reserve))
-    start: np.ndarray | None = None
-    values: np.ndarray | None
     if rf is not None and rf.result.gap is not None and rf.result.gap <= relative_gap:
-        # proven within the gap by the LP relaxation's bound: no full MIP needed
+        # proven within the gap by the LP relaxation's bound (relax-and-fix's; retiming
+        # proves none): no full MIP needed
         result, values, start = rf.result, rf.values, rf.values
     else:
-        if warm_start and backend.capabilities.warm_start:
+        if starts and (not retimed or start is None):
             with budget.phase("starts"):
-                start = _best_start(index, graph, system, start_plans,
+                start = _best_start(index, graph, system, () if retimed else start_plans,
                                     first=None if rf is None else rf.values)
-            if asynchronous and start is not None:
-                with budget.phase("retime"):
-                    rf = retime(index, start, solver=backend, relative_gap=relative_gap,
-                                time_limit_seconds=budget.limit(1 / 3, reserve=reserve))
-                if rf is not None:
-                    start = rf.values
         config = SolverConfig(time_limit_seconds=budget.limit(reserve=reserve),
                               relative_gap=relative_gap, log_to_terminal=log_to_terminal,
                               warm_start=start is not None)
@@ -176,7 +182,7 @@ def plan_graph(
                               TerminationCondition.INFEASIBLE_OR_UNBOUNDED):
         raise explain_infeasible(graph, system, capacities, options)
     if not result.has_solution or values is None:
-        raise SolverError(
+        raise NoPlanFoundError(
             f"solver {result.solver_name!r} found no plan for graph {graph.name!r} "
             f"({result.termination.value}: {result.message})",
             hint="give it more time (--time-limit), a larger gap, or more fast memory",

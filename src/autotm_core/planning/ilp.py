@@ -31,7 +31,13 @@ from typing import Any
 
 import attrs
 
-from autotm_core.errors import AutotmError, CapacityError, PlanError, SolveInterruptedError
+from autotm_core.errors import (
+    AutotmError,
+    CapacityError,
+    NoPlanFoundError,
+    PlanError,
+    SolveInterruptedError,
+)
 from autotm_core.ilp.budget import MIN_SOLVE_SECONDS, Budget
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ilp.restrictions import model_restrictions
@@ -120,7 +126,7 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
                 raise
             best = _interrupted(best, formulation)
             break
-        except CapacityError as exc:  # e.g. the time limit ended address fitting
+        except (CapacityError, NoPlanFoundError) as exc:  # e.g. out of time
             if best is None:
                 raise
             best = attrs.evolve(best, note=_joined(
