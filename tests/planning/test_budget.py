@@ -107,3 +107,13 @@ def test_a_richer_stage_out_of_time_keeps_the_simpler_plan() -> None:
     assert outcome.planner.name == "asynchronous" and outcome.plan.has_offsets
     assert "the asynchronous formulation gave no plan" in outcome.note
     assert not verify_plan(outcome.plan, problem.graph, problem.limited_system)
+
+
+@pytest.mark.highs
+def test_approximate_asynchronous_planning_hands_over_a_synchronous_plan() -> None:
+    problem = load_problem("example:chain-4", "gpu-h200", limit="1:1")
+    outcome = plan(problem, "asynchronous", mode="approximate", time_limit_seconds=20)
+    names = [p.name for p in outcome.phases]
+    assert "synchronous: approximate" in names and "asynchronous: approximate" in names
+    assert "static: approximate" not in names
+    assert not verify_plan(outcome.plan, problem.graph, problem.limited_system)

@@ -11,8 +11,11 @@ from: a formulation asked for never reports a plan worse than one the planner
 already held. The bound reported is the richest model's (a lower bound on
 every plan it allows); the gap is measured from it.
 
-Approximate planning (very large graphs) plans the formulation asked for only,
-within its time budget, with the held plans offered the same way.
+Approximate planning (very large graphs) plans the formulation asked for a
+stretch at a time within its time budget (:data:`DEFAULT_APPROXIMATE_SECONDS`
+without a limit), with the held plans offered the same way; asked for the
+asynchronous formulation it plans the synchronous one first, whose plan it
+hands over (its static plan would be of no use to either).
 
 The time limit bounds the whole call (:mod:`autotm_core.ilp.budget`): each
 formulation of the chain gets a share of what is left when it starts
@@ -51,7 +54,7 @@ from autotm_core.simulation import Simulation
 logger = logging.getLogger(__name__)
 
 DEFAULT_APPROXIMATE_SECONDS = 60.0
-"""The approximate planner's time budget when no time limit is given."""
+"""The approximate planner's time budget (the whole call's) when no time limit is given."""
 CHAIN = (Formulation.STATIC, Formulation.SYNCHRONOUS, Formulation.ASYNCHRONOUS)
 """The formulations from the simplest; each one's plans are plans of the next."""
 
@@ -93,18 +96,19 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
              warm_starts: Sequence[Plan], say: Callable[[str], None]) -> Outcome:
     """The ILP's plan of ``problem`` for ``planner``'s formulation (see the module docstring)."""
     started = time.perf_counter()
-    budget = Budget.of(settings.time_limit_seconds)
+    approximate = settings.mode is PlanMode.APPROXIMATE
+    limit = settings.time_limit_seconds
+    budget = Budget.of(DEFAULT_APPROXIMATE_SECONDS if limit is None and approximate else limit)
     target = planner.formulation
     assert target is not None  # every ILP planner has one
     say("planning first-touch's and greedy's plans to start from and to beat")
     with budget.phase("held plans"):
         priced = _priced(problem, target, warm_starts)  # verified and simulated once per call
-    if settings.mode is PlanMode.APPROXIMATE:
-        outcome = _approximate(problem, planner, settings, _allowed(priced, target), budget,
-                               started, say)
-        return attrs.evolve(outcome, phases=budget.phases())
     best: Outcome | None = None
     chain = CHAIN[:CHAIN.index(target) + 1]
+    if approximate:  # a stretch at a time: a moving plan to hand over, not the static one
+        chain = chain[-2:] if target is Formulation.ASYNCHRONOUS else chain[-1:]
+    stage_planner = _approximate if approximate else _exact
     for i, formulation in enumerate(chain):
         if best is not None and budget.expired:
             best = attrs.evolve(best, note=_joined(
@@ -113,14 +117,15 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
             break
         held = _allowed(priced, formulation) + (
             [_Held(best.plan, best.simulation)] if best else [])
-        say(f"building the {formulation.value} model of {problem.graph.name} "
-            f"({len(problem.graph.kernels):,} kernels)")
+        if not approximate:
+            say(f"building the {formulation.value} model of {problem.graph.name} "
+                f"({len(problem.graph.kernels):,} kernels)")
         later = sum(STAGE_WEIGHTS[f] for f in chain[i:])
         stage = Budget(budget.until(STAGE_WEIGHTS[formulation] / later),
                        stage=formulation.value, spent=budget.spent)
         try:
-            outcome = _exact(problem, PLANNERS[formulation.value], settings, held, stage,
-                             started, say)
+            outcome = stage_planner(problem, PLANNERS[formulation.value], settings, held, stage,
+                                    started, say)
         except SolveInterruptedError:
             if best is None:
                 raise
@@ -317,15 +322,15 @@ def _approximate(problem: Problem, planner: Planner, settings: IlpSettings, held
 
     graph = problem.graph
     assert planner.formulation is not None
-    say(f"planning {graph.name} ({len(graph.kernels):,} kernels) approximately, "
-        "a stretch at a time")
+    say(f"planning the {planner.name} formulation of {graph.name} "
+        f"({len(graph.kernels):,} kernels) approximately, a stretch at a time")
     remaining = budget.remaining()
+    assert remaining is not None  # approximate planning always has a deadline
     with budget.phase("approximate"):
         result = plan_approximate(
             graph, problem.limited_system, costs=problem.costs, solver=settings.solver,
             options=_options(settings, planner.formulation), relative_gap=settings.relative_gap,
-            time_budget_seconds=DEFAULT_APPROXIMATE_SECONDS if remaining is None
-            else max(remaining, MIN_SOLVE_SECONDS),
+            time_budget_seconds=max(remaining, MIN_SOLVE_SECONDS),
             start_plans=tuple(h.plan for h in held))
     restrictions = model_restrictions(graph, problem.limited_system, costs=problem.costs,
                                       options=_options(settings, planner.formulation))
