@@ -258,6 +258,8 @@ def _held_source(planner: str) -> str:
     kind, _, formulation = planner.partition("/")
     if kind == "ilp" and formulation:
         return f"ilp, {formulation} formulation"
+    if kind == "approximate":  # the approximate planner's plan of an earlier stage
+        return "ilp by stretches, a simpler formulation"
     return planner or "a warm start"
 
 
@@ -344,8 +346,11 @@ def _approximate(problem: Problem, planner: Planner, settings: IlpSettings, held
         solve_seconds=result.solve_seconds, warm_started=True)
     size = ModelSize(formulation=planner.name, variables=result.n_variables,
                      binaries=result.n_binaries, constraints=None, nonzeros=result.n_nonzeros)
+    source = _APPROXIMATE_SOURCES.get(result.source) or _held_source(result.source)
+    note = "" if result.source in _APPROXIMATE_SOURCES else (
+        f"the {planner.name} stretches found no plan faster than the {source} plan they were "
+        f"offered, so that plan is returned")
     return Outcome(problem=problem, planner=planner, plan=result.plan,
                    simulation=result.simulation, step_seconds=result.step_seconds,
-                   source=_APPROXIMATE_SOURCES.get(result.source, result.source), solve=stats,
-                   model=size, reductions=result.reductions,
-                   plan_seconds=time.perf_counter() - started)
+                   source=source, solve=stats, model=size, reductions=result.reductions,
+                   plan_seconds=time.perf_counter() - started, note=note)
