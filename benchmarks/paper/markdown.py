@@ -235,8 +235,9 @@ def render(results: Sequence[Row], grid: Grid, *, command: str,
         f"- Versions: {version_text}",
         f"- Grid `{grid.name}`: {grid.description}.",
         f"- ILP: HiGHS, {grid.relative_gap * 100:g}% relative gap, "
-        f"{grid.time_limit_seconds:g} s limit per solve (each formulation on the way to the "
-        f"one asked for, and each address-fitting round), {grid.mode} mode, addresses "
+        f"{grid.time_limit_seconds:g} s limit per point (the whole call: every formulation on "
+        f"the way to the one asked for, every address-fitting round and solve), {grid.mode} "
+        f"mode, addresses "
         f"{'fitted' if grid.addresses else 'not fitted'}; each solve is offered the "
         "first-touch and greedy plans, the simpler formulations' plans and the plans "
         "already made at the same point as starts, and returns the best of them when it "

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -37,3 +38,16 @@ def run_many(commands: Mapping[str, Sequence[str]], *, env: Mapping[str, str] = 
         out, err = process.communicate(timeout=timeout)
         done[key] = Run(process.returncode, out, err)
     return done
+
+
+def run_here(capsys: Any, *args: str) -> Run:
+    """``python -m autotm_core ARGS`` in this process (``capsys``: pytest's fixture), with
+    argparse's own exits turned into their status."""
+    from autotm_core.cli.main import main
+
+    try:
+        status = main(list(args))
+    except SystemExit as exc:  # argparse's usage errors
+        status = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return Run(status, captured.out, captured.err)

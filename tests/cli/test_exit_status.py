@@ -12,10 +12,10 @@ from pathlib import Path
 
 import attrs
 import pytest
-from clirun import Run
+from clirun import Run, run_here
 
 from autotm_core import errors
-from autotm_core.cli.main import main, run_reporting_errors
+from autotm_core.cli.main import run_reporting_errors
 from autotm_core.formats import save_graph, save_system
 from autotm_core.plans import Residency, save_plan
 from plans.random_plans import tiny_graph, tiny_plan, tiny_system
@@ -24,12 +24,7 @@ POINT = ["solve", "example:chain-4", "--system", "optane-2019"]
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> Run:
-    try:
-        status = main(list(args))
-    except SystemExit as exc:  # argparse's usage errors
-        status = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return Run(status, captured.out, captured.err)
+    return run_here(capsys, *args)
 
 
 def _one_error(run: Run, status: int, part: str) -> None:

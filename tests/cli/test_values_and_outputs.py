@@ -10,20 +10,13 @@ import stat
 from pathlib import Path
 
 import pytest
-from clirun import Run
-
-from autotm_core.cli.main import main
+from clirun import Run, run_here
 
 POINT = ["solve", "example:mlp", "--system", "optane-2019"]
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> Run:
-    try:
-        status = main(list(args))
-    except SystemExit as exc:  # argparse's usage errors
-        status = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return Run(status, captured.out, captured.err)
+    return run_here(capsys, *args)
 
 
 def _refused(run: Run, status: int, *parts: str) -> None:

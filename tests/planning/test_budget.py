@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import ClassVar
 
 import attrs
 import numpy as np
@@ -16,11 +15,11 @@ from autotm_core.planning.mode import PlanMode
 from autotm_core.plans import verify_plan
 from autotm_core.solvers import (
     SolutionStatus,
-    SolverCapabilities,
     SolveResult,
     TerminationCondition,
 )
 from autotm_core.solvers.highs import HighsSolver
+from ilp.test_solve import Spy
 
 
 def test_an_unlimited_budget_gives_no_limits() -> None:
@@ -68,17 +67,10 @@ def test_an_ilp_outcome_says_where_its_time_went() -> None:
 
 
 @attrs.define
-class OutOfTimeWhenArmed:
+class OutOfTimeWhenArmed(Spy):
     """HiGHS, until armed: then every integer solve stops at its limit without a plan."""
 
-    name: str = "starved"
-    description: str = "HiGHS, then nothing"
-    capabilities: ClassVar[SolverCapabilities] = SolverCapabilities(
-        mip=True, warm_start=True, interrupt=True, duals=True)
     armed: bool = False
-
-    def unavailable_reason(self) -> None:
-        return None
 
     def solve(self, problem, config=None, start=None):  # type: ignore[no-untyped-def]
         if self.armed and np.asarray(problem.is_integer).any():
