@@ -19,9 +19,9 @@ hands over (its static plan would be of no use to either).
 
 The time limit bounds the whole call (:mod:`autotm_core.ilp.budget`): each
 formulation of the chain gets a share of what is left when it starts
-(:data:`STAGE_WEIGHTS`: the richest the most; time a stage does not use passes
-on), a richer formulation is not started once the deadline has passed, and the
-outcome lists the seconds of every phase.
+(:data:`STAGE_WEIGHTS`; time a stage does not use passes on), a richer
+formulation is not started without the time to build its model
+(:data:`SETUP_FACTOR`), and the outcome lists the seconds of every phase.
 """
 
 from __future__ import annotations
@@ -61,6 +61,11 @@ CHAIN = (Formulation.STATIC, Formulation.SYNCHRONOUS, Formulation.ASYNCHRONOUS)
 STAGE_WEIGHTS = {Formulation.STATIC: 1.0, Formulation.SYNCHRONOUS: 3.0,
                  Formulation.ASYNCHRONOUS: 3.0}
 """Each formulation's share of the time left when it starts, against the stages after it."""
+
+SETUP_FACTOR = 10.0
+"""A richer formulation's model takes up to this many times the simpler one's build time to
+build and to load its starts into (Inception v4: synchronous 1.1 s, asynchronous about
+11 s); a richer stage is not started with less time than that left."""
 
 _NOT_PROVEN = frozenset({"time_limit", "interrupted", "iteration_limit", "unknown", "error"})
 """Terminations after which a loaded plan is the best found, not a proven one."""
@@ -110,10 +115,10 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
         chain = chain[-2:] if target is Formulation.ASYNCHRONOUS else chain[-1:]
     stage_planner = _approximate if approximate else _exact
     for i, formulation in enumerate(chain):
-        if best is not None and budget.expired:
+        if best is not None and not _time_for(best, budget, approximate):
             best = attrs.evolve(best, note=_joined(
-                best.note, f"the time limit was reached before the {formulation.value} "
-                f"formulation could be planned; the {best.planner.name} plan is returned"))
+                best.note, f"too little of the time limit was left to plan the "
+                f"{formulation.value} formulation; the {best.planner.name} plan is returned"))
             break
         held = _allowed(priced, formulation) + (
             [_Held(best.plan, best.simulation)] if best else [])
@@ -146,6 +151,17 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
     assert best is not None
     return attrs.evolve(best, planner=planner, plan_seconds=time.perf_counter() - started,
                         phases=budget.phases())
+
+
+def _time_for(best: Outcome, budget: Budget, approximate: bool) -> bool:
+    """Whether the time left allows a richer stage after ``best``'s (see
+    :data:`SETUP_FACTOR`; an approximate stage plans within whatever is left)."""
+    remaining = budget.remaining()
+    if remaining is None:
+        return True
+    if approximate or best.solve is None:
+        return remaining > 0
+    return remaining > SETUP_FACTOR * best.solve.build_seconds
 
 
 def _joined(note: str, more: str) -> str:
