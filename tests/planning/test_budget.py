@@ -109,3 +109,18 @@ def test_approximate_asynchronous_planning_hands_over_a_synchronous_plan() -> No
     assert "synchronous: approximate" in names and "asynchronous: approximate" in names
     assert "static: approximate" not in names
     assert not verify_plan(outcome.plan, problem.graph, problem.limited_system)
+
+
+@pytest.mark.highs
+def test_no_richer_stage_starts_without_the_time_to_build_its_model(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import autotm_core.planning.ilp as ilp
+
+    monkeypatch.setattr(ilp, "SETUP_FACTOR", 1e9)  # never enough time after the first stage
+    problem = load_problem("example:mlp", "optane-2019", limit="4:1")
+    outcome = plan(problem, "asynchronous", time_limit_seconds=30)
+    assert "too little of the time limit was left to plan the synchronous" in outcome.note
+    assert not outcome.plan.moves  # the static plan
+    assert not [p for p in outcome.phases if p.name.startswith("synchronous")]
+    unlimited = plan(problem, "synchronous")  # no limit: every stage runs
+    assert not unlimited.note or "too little" not in unlimited.note
