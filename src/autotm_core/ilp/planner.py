@@ -139,7 +139,8 @@ def plan_graph(
     retimed = options.formulation is Formulation.ASYNCHRONOUS and starts
     if retimed:
         with budget.phase("starts"):
-            start = _best_start(index, graph, system, start_plans)
+            start = _best_start(index, graph, system, start_plans, budget=budget,
+                                reserve=reserve)
         if start is not None:
             with budget.phase("retime"):
                 rf = retime(index, start, solver=backend, relative_gap=relative_gap,
@@ -167,7 +168,8 @@ def plan_graph(
         if starts and (not retimed or start is None):
             with budget.phase("starts"):
                 start = _best_start(index, graph, system, () if retimed else start_plans,
-                                    first=None if rf is None else rf.values)
+                                    first=None if rf is None else rf.values, budget=budget,
+                                    reserve=reserve)
         config = SolverConfig(time_limit_seconds=budget.limit(reserve=reserve),
                               relative_gap=relative_gap, log_to_terminal=log_to_terminal,
                               warm_start=start is not None)
@@ -240,9 +242,14 @@ def _relax_and_fix_pays(backend: Solver) -> bool:
 
 
 def _best_start(index: Any, graph: Graph, system: MemorySystem,
-                start_plans: Sequence[Plan], *, first: Any = None) -> Any:
+                start_plans: Sequence[Plan], *, first: Any = None,
+                budget: Budget | None = None, reserve: float = 0.0) -> Any:
     """Model values of the cheapest start among ``first`` (values already known, e.g.
-    relax-and-fix's), greedy's plan and ``start_plans``; ``None`` when there is none."""
+    relax-and-fix's), ``start_plans`` and greedy's plan; ``None`` when there is none.
+
+    Reading a plan into a large model takes seconds (1-2 s each at 440,000 columns), so
+    with a ``budget`` the candidates are read in order (the caller's best first) only while
+    more than ``reserve`` seconds are left, once one start is known."""
     from autotm_core.baselines import greedy
     from autotm_core.ilp.warm import warm_start_from_plan
 
@@ -256,6 +263,10 @@ def _best_start(index: Any, graph: Graph, system: MemorySystem,
     except AutotmError as exc:
         logger.info("no greedy warm start: the greedy baseline failed (%s)", exc)
     for plan in candidates:
+        remaining = None if budget is None else budget.remaining()
+        if best is not None and remaining is not None and remaining <= reserve:
+            logger.info("starts: the time limit leaves no time to read more plans")
+            break
         values = warm_start_from_plan(index, plan, graph, system)
         if values is None:
             continue

@@ -120,8 +120,9 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
                 best.note, f"too little of the time limit was left to plan the "
                 f"{formulation.value} formulation; the {best.planner.name} plan is returned"))
             break
-        held = _allowed(priced, formulation) + (
-            [_Held(best.plan, best.simulation)] if best else [])
+        held = sorted(_allowed(priced, formulation) + (  # the fastest first
+            [_Held(best.plan, best.simulation)] if best else []),
+            key=lambda h: float(h.simulation.step_seconds))
         if not approximate:
             say(f"building the {formulation.value} model of {problem.graph.name} "
                 f"({len(problem.graph.kernels):,} kernels)")
