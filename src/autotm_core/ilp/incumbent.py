@@ -12,8 +12,8 @@ that gap without the full MIP; otherwise the solution is offered to the full
 solve as its warm start. Either way the decoded plan is verified and simulated.
 Both solves run on the backend the caller chose.
 
-Retiming (asynchronous models, whose LP relaxation is too big to pay: 370,000
-binaries at Inception v4): keep where a held plan (the synchronous plan) puts
+Retiming (large asynchronous models, whose LP relaxation is too big to pay: 441,000
+columns at Inception v4): keep where a held plan (the synchronous plan) puts
 every tensor, slot by slot, and solve for when each of its copies happens alone,
 at the boundary or overlapping a kernel of its window. Every state fixed, only a
 transition's own edges stay free; the solution is feasible for the full model
