@@ -168,9 +168,8 @@ def plan_with_addresses(
 
     if max_rounds < 1:
         raise UsageError(f"max_rounds is {max_rounds}", hint="give at least 1 round")
-    budget = plan_graph_kwargs.pop("budget", None) or Budget.of(
-        plan_graph_kwargs.pop("time_limit_seconds", None))  # one deadline for every round
-    plan_graph_kwargs.pop("time_limit_seconds", None)
+    limit = plan_graph_kwargs.pop("time_limit_seconds", None)
+    budget = plan_graph_kwargs.pop("budget", None) or Budget.of(limit)  # one for every round
     formulation = plan_graph_kwargs.pop("formulation", Formulation.SYNCHRONOUS)
     options = plan_graph_kwargs.pop("options", None) or FormulationOptions(formulation=formulation)
     fast = plan_graph_kwargs.pop("fast_capacity_nbytes", None)

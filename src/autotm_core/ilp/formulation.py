@@ -155,16 +155,18 @@ class _Builder:
         # per kernel, per copy channel: (variable, objective units) of its overlapping copies
         self.async_load: list[dict[int, list[tuple[int, float]]]] = [{} for _ in range(self.n)]
         self.channels = system.link_channels
-        self.one_channel = int(self.channels.max()) == 0
         self.traffic = system.kernel_traffic_seconds_per_byte()
         self.at_kernel: dict[tuple[int, int], dict[int, int]] = {}
         self.time = 1.0 / SECONDS_PER_UNIT
         # Transitions repeat (21,653 in a 5,000-kernel chain, 55 distinct): see :meth:`_pairs`.
         self.pairs: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], list[_Pair]] = {}
         self.cyclic_rows: list[int] = []
-        self.ceilings = (self._kernel_ceilings()
-                         if options.formulation is Formulation.ASYNCHRONOUS else None)
-        self.dominated_async = 0  # asynchronous edges left out (see :meth:`_async_pays`)
+        # the exact reduction of asynchronous edges (see :meth:`_async_pays`) needs one channel
+        reduce_async = (options.formulation is Formulation.ASYNCHRONOUS and options.reduce
+                        and int(self.channels.max()) == 0
+                        and self.n >= ASYNC_REDUCTION_MIN_KERNELS)
+        self.ceilings = self._kernel_ceilings() if reduce_async else None
+        self.dominated_async = 0  # asynchronous edges left out
 
     def build(self) -> ModelIndex:
         o = self.options
@@ -334,10 +336,7 @@ class _Builder:
         fetch holds ``b``'s from ``j`` where the synchronous one holds ``a``'s until the
         boundary (and both pools there).
         """
-        assert self.ceilings is not None
-        if (not self.options.reduce or not self.one_channel
-                or self.n < ASYNC_REDUCTION_MIN_KERNELS
-                or seconds - float(self.ceilings[j]) < sync_cost):
+        if self.ceilings is None or seconds - float(self.ceilings[j]) < sync_cost:
             return True
         spared = (b.pools - a.pools) if evict else (a.pools - b.pools)
         return any(q in self.bounded for q in spared)
