@@ -4,12 +4,12 @@ Per cell: the synchronous and the asynchronous plan, each by its own call of
 :func:`autotm_core.planning.plan` under the same ``--time-limit`` (which bounds the
 whole call: the asynchronous call plans static and synchronous on its way), with
 addresses fitted; greedy's plan; the asynchronous model's bound (``-`` when the
-solver proved none); and a physical lower bound: no less than every kernel at
-its all-fast time, and no less than the bytes that must cross between the fast
-pool and the others over the fastest rates that move them (at the kernel where
-live bytes exceed the fast capacity most, every byte over it lives outside the
-fast pool and is read, written or copied across at least once in the step).
-Prints each plan's distance to that bound and the load average.
+solver proved none); and the physical lower bound
+(:mod:`autotm_core.planning.lower_bound`): no less than every kernel at its
+all-fast time, and no less than the bytes that must cross into and out of the
+fast pool (the least covering of every kernel's excess over the fast capacity)
+over the fastest rates that can move them. Prints each plan's distance to that
+bound and the load average.
 
     python benchmarks/bench_async.py                  # every cell, --time-limit 60
     python benchmarks/bench_async.py --cells vgg19-gpu gpt2-gpu --time-limit 120
@@ -24,7 +24,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from autotm_core.planning import Problem, load_problem, plan
+from autotm_core.planning import load_problem, plan
+from autotm_core.planning.lower_bound import physical_lower_bound
 
 CELLS = {
     "inception_v4": ("zoo:inception_v4:batch=64", "optane-2019", "4:1"),
@@ -35,21 +36,6 @@ CELLS = {
     "gpt2-gpu": ("zoo:gpt2:batch=8,seq=1024,layers=12", "gpu-h200", "1:1"),
 }
 """Cell name -> (graph, memory system, PMM:DRAM limit); 1:1 is half the peak."""
-
-
-def physical_lower_bound(problem: Problem) -> float:
-    """Seconds no plan of ``problem`` can beat (see the module docstring)."""
-    system = problem.limited_system
-    capacity = system.fast.capacity_nbytes
-    excess = max(0, problem.peak_nbytes - capacity) if capacity is not None else 0
-    into = out = 0.0
-    for q, pool in enumerate(system.pools[1:], start=1):
-        into = max(into, pool.read_bytes_per_second, system.link(q, 0).sync_bytes_per_second,
-                   system.link(q, 0).async_bytes_per_second)
-        out = max(out, pool.write_bytes_per_second, system.link(0, q).sync_bytes_per_second,
-                  system.link(0, q).async_bytes_per_second)
-    all_fast = problem.all_fast_seconds or 0.0
-    return max(all_fast, excess / (into + out) if into + out else 0.0)
 
 
 def bench(name: str, *, time_limit: float) -> dict[str, object]:
@@ -67,7 +53,7 @@ def bench(name: str, *, time_limit: float) -> dict[str, object]:
             assert outcome.solve is not None
             out["bound"] = outcome.solve.bound_seconds
     out["greedy"] = plan(problem, "greedy").step_seconds
-    out["physical"] = physical_lower_bound(problem)
+    out["physical"] = physical_lower_bound(problem).seconds
     return out
 
 
