@@ -10,7 +10,7 @@ from autotm_core import preset
 from autotm_core.costs import roofline_costs
 from autotm_core.examples import build_example
 from autotm_core.ilp.formulation import build_program
-from autotm_core.ilp.incumbent import relax_and_fix
+from autotm_core.ilp.incumbent import RelaxAndFix, relax_and_fix
 from autotm_core.ilp.options import FormulationOptions
 from autotm_core.ilp.planner import plan_graph
 from autotm_core.plugins import get_solver
@@ -24,7 +24,7 @@ def test_relax_and_fix_is_feasible_and_bounded_by_the_lp() -> None:
     index = build_program(graph, roofline_costs(graph, system), system, None, FormulationOptions())
     found = relax_and_fix(index, solver=get_solver("highs"), time_limit_seconds=30,
                           relative_gap=0.01)
-    assert found is not None
+    assert isinstance(found, RelaxAndFix)
     assert index.lp.violations(found.values, tolerance=1e-6) == []
     result = found.result
     assert result.best_bound is not None and result.objective is not None

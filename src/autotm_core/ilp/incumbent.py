@@ -12,12 +12,12 @@ that gap without the full MIP; otherwise the solution is offered to the full
 solve as its warm start. Either way the decoded plan is verified and simulated.
 Both solves run on the backend the caller chose.
 
-Retiming (large asynchronous models, whose LP relaxation is too big to pay: 441,000
-columns at Inception v4): keep where a held plan (the synchronous plan) puts
-every tensor, slot by slot, and solve for when each of its copies happens alone,
-at the boundary or overlapping a kernel of its window. Every state fixed, only a
-transition's own edges stay free; the solution is feasible for the full model
-and never worse than the held plan, which is its starting solution.
+Retiming (asynchronous models whose LP relaxation is too big to pay: 441,000 columns
+at Inception v4, or whose relax-and-fix LP ran out of time): keep where a held plan
+(the synchronous plan) puts every tensor, slot by slot, and solve for when each of its
+copies happens alone, at the boundary or overlapping a kernel of its window. Every
+state fixed, only a transition's own edges stay free; the solution is feasible for the
+full model and never worse than the held plan, which is its starting solution.
 """
 
 from __future__ import annotations
@@ -58,9 +58,19 @@ class RelaxAndFix:
     """The LP relaxation's row duals, when asked for."""
 
 
+@attrs.frozen
+class Unrelaxed:
+    """Relax-and-fix gave no solution because its LP relaxation was not solved."""
+
+    termination: TerminationCondition
+    """Why the LP solve stopped (e.g. the time limit)."""
+
+
 def relax_and_fix(index: ModelIndex, *, solver: Solver, time_limit_seconds: float | None,
-                  relative_gap: float, lp: LinearProgram | None = None) -> RelaxAndFix | None:
-    """A feasible solution of ``index``'s model found by relax-and-fix, or ``None``.
+                  relative_gap: float,
+                  lp: LinearProgram | None = None) -> RelaxAndFix | Unrelaxed | None:
+    """A feasible solution of ``index``'s model found by relax-and-fix; :class:`Unrelaxed`
+    when its LP relaxation was not solved (e.g. out of time), ``None`` when it failed after.
 
     ``lp`` is the model to relax: ``index.lp`` by default, or the same with variables
     fixed by exact reductions (:mod:`autotm_core.ilp.reductions`; a smaller LP, the
@@ -76,10 +86,12 @@ def relax_and_fix(index: ModelIndex, *, solver: Solver, time_limit_seconds: floa
 
 def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
                          time_limit_seconds: float | None, relative_gap: float,
-                         threads: int | None = None, duals: bool = False) -> RelaxAndFix | None:
+                         threads: int | None = None,
+                         duals: bool = False) -> RelaxAndFix | Unrelaxed | None:
     """Relax-and-fix on ``problem`` with ``solver`` (see the module docstring).
 
-    ``None`` when either solve gives no solution; Ctrl-C raises ``KeyboardInterrupt``.
+    :class:`Unrelaxed` when the LP relaxation gives no solution, ``None`` when the fixed
+    MIP gives none or a solve fails; Ctrl-C raises ``KeyboardInterrupt``.
     With ``duals``, the LP relaxation's row duals come back too (from a backend that
     gives them).
     """
@@ -94,7 +106,7 @@ def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
         if x is None:
             logger.info("relax-and-fix: the LP relaxation gave no solution (%s)",
                         relaxed.termination.value)
-            return None
+            return Unrelaxed(relaxed.termination)
         lower = np.array(problem.col_lower, dtype=np.float64)
         upper = np.array(problem.col_upper, dtype=np.float64)
         ones = binary & (x >= 1 - INTEGRAL_TOLERANCE)

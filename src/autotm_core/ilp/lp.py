@@ -59,6 +59,24 @@ class LinearProgram:
         """Nonzero coefficients in the rows."""
         return sum(len(c) for c in self.row_cols)
 
+    def _objective_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.objective)
+        return (np.fromiter(self.objective.keys(), dtype=np.int64, count=n),
+                np.fromiter(self.objective.values(), dtype=np.float64, count=n))
+
+    def cost_vector(self) -> np.ndarray:
+        """The objective's coefficient of every variable (0 where it has none)."""
+        cost = np.zeros(self.n_vars)
+        columns, coefficients = self._objective_arrays()
+        cost[columns] = coefficients
+        return cost
+
+    def objective_value(self, values: np.ndarray) -> float:
+        """``objective . values``, over the variables with a cost only (a partial start's
+        unknown values, NaN, do not count where those have no cost)."""
+        columns, coefficients = self._objective_arrays()
+        return float(coefficients @ np.asarray(values, dtype=np.float64)[columns])
+
     def add_var(self, *, lb: float = 0.0, ub: float = math.inf, binary: bool = False,
                 cost: float = 0.0) -> int:
         """A new variable; returns its position."""
@@ -107,11 +125,8 @@ class LinearProgram:
 def to_matrix_problem(lp: LinearProgram, *, name: str = "autotm") -> MatrixProblem:
     """``lp`` as a :class:`~autotm_core.solvers.MatrixProblem` (row-wise arrays)."""
     start, index, value = lp.csr()
-    cost = np.zeros(lp.n_vars)
-    if lp.objective:
-        cost[np.fromiter(lp.objective.keys(), dtype=np.int64)] = list(lp.objective.values())
     return MatrixProblem(
-        cost=cost, col_lower=np.asarray(lp.var_lb, dtype=np.float64),
+        cost=lp.cost_vector(), col_lower=np.asarray(lp.var_lb, dtype=np.float64),
         col_upper=np.asarray(lp.var_ub, dtype=np.float64),
         is_integer=np.asarray(lp.var_binary, dtype=bool), start=start, index=index, value=value,
         row_lower=np.asarray(lp.row_lb, dtype=np.float64),

@@ -29,7 +29,8 @@ RETIME_ABOVE_COLUMNS = 100_000
 """Asynchronous models with more columns than this start from a retimed held plan instead
 of relax-and-fix, whose LP relaxation does not pay there (Inception v4 b64: 441,470
 columns, the LP unfinished after 20 s). Below it the LP is cheap (VGG-19 b128: 30,958
-columns) and its bound can prove the plan within the gap without the full MIP."""
+columns) and its bound can prove the plan within the gap without the full MIP; when it
+still runs out of time, the held plan is retimed all the same."""
 
 OBJECTIVE_RELATIVE_TOLERANCE = 1e-6
 """Relative difference allowed between the model's objective and the simulated step time."""
@@ -112,10 +113,11 @@ def plan_graph(
     """
     from autotm_core.costs import resolve_costs
     from autotm_core.ilp.formulation import build_program
-    from autotm_core.ilp.incumbent import relax_and_fix, retime
+    from autotm_core.ilp.incumbent import Unrelaxed, relax_and_fix
     from autotm_core.ilp.options import resolve_capacities
     from autotm_core.ilp.solve import resolve_solver, solve_program
     from autotm_core.solvers import SolverConfig, TerminationCondition
+    from autotm_core.solvers.base import settle_status
 
     if fast_capacity_nbytes is not None:
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
@@ -145,15 +147,8 @@ def plan_graph(
     retimed = (options.formulation is Formulation.ASYNCHRONOUS and starts
                and index.lp.n_vars > RETIME_ABOVE_COLUMNS)
     if retimed:
-        with budget.phase("starts"):
-            start = _best_start(index, graph, system, start_plans, budget=budget,
-                                reserve=reserve)
-        if start is not None:
-            with budget.phase("retime"):
-                rf = retime(index, start, solver=backend, relative_gap=relative_gap,
-                            time_limit_seconds=budget.limit(1 / 3, reserve=reserve))
-            if rf is not None:
-                start = rf.values
+        start, rf = _retimed_start(index, graph, system, start_plans, backend, budget,
+                                   reserve=reserve, relative_gap=relative_gap)
     # Relax-and-fix on separable costs only: with table costs its fixed MIP's objective
     # was seen to differ from the simulated time by ~1e-7 s (config binaries at tolerance).
     if (warm_start and costs.separable() is not None and start is None
@@ -165,12 +160,29 @@ def plan_graph(
         with budget.phase("relax-and-fix"):
             reduced = find_reductions(index, graph, system, costs).apply(index.lp)
             # each of its two solves gets a quarter of the time left
-            rf = relax_and_fix(index, solver=backend, relative_gap=relative_gap, lp=reduced,
-                               time_limit_seconds=budget.limit(1 / 4, reserve=reserve))
+            found = relax_and_fix(index, solver=backend, relative_gap=relative_gap, lp=reduced,
+                                  time_limit_seconds=budget.limit(1 / 4, reserve=reserve))
+        if not isinstance(found, Unrelaxed):
+            rf = found
+        elif (not retimed and options.formulation is Formulation.ASYNCHRONOUS and starts
+              and found.termination is TerminationCondition.TIME_LIMIT):
+            # its LP relaxation does not fit the time limit either: retime instead
+            retimed = True
+            start, rf = _retimed_start(index, graph, system, start_plans, backend, budget,
+                                       reserve=reserve, relative_gap=relative_gap)
     if rf is not None and rf.result.gap is not None and rf.result.gap <= relative_gap:
         # proven within the gap by the LP relaxation's bound (relax-and-fix's; retiming
         # proves none): no full MIP needed
         result, values, start = rf.result, rf.values, rf.values
+    elif retimed and rf is not None and rf.result.best_bound is None \
+            and budget.deadline is not None:
+        # The full MIP's root needs the LP relaxation that does not fit the time limit (and
+        # HiGHS was seen to run seconds past its limit there, unable to stop): the retimed
+        # plan is the answer, found in the time limit and proven by nothing.
+        termination, status = settle_status(TerminationCondition.TIME_LIMIT, has_solution=True,
+                                            objective=rf.result.objective, best_bound=None)
+        result = attrs.evolve(rf.result, termination=termination, status=status)
+        values = rf.values
     else:
         if starts and (not retimed or start is None):
             with budget.phase("starts"):
@@ -199,6 +211,24 @@ def plan_graph(
     with budget.phase("check"):
         return _checked(index, values, result, graph, system, costs, options,
                         start_given=start is not None)
+
+
+def _retimed_start(index: Any, graph: Graph, system: MemorySystem, start_plans: Sequence[Plan],
+                   backend: Solver, budget: Budget, *, reserve: float,
+                   relative_gap: float) -> tuple[Any, Any]:
+    """The best held plan's values (``None``: none fits the model) and its retiming
+    (``None`` when retiming found nothing), within the time left: under a time limit the
+    retimed plan is the answer (see :func:`plan_graph`), without one only a start."""
+    from autotm_core.ilp.incumbent import retime
+
+    with budget.phase("starts"):
+        start = _best_start(index, graph, system, start_plans, budget=budget, reserve=reserve)
+    if start is None:
+        return None, None
+    with budget.phase("retime"):
+        rf = retime(index, start, solver=backend, relative_gap=relative_gap,
+                    time_limit_seconds=budget.limit(reserve=reserve))
+    return (start if rf is None else rf.values), rf
 
 
 def _checked(index: Any, values: np.ndarray, result: Any, graph: Graph, system: MemorySystem,
@@ -260,10 +290,9 @@ def _best_start(index: Any, graph: Graph, system: MemorySystem,
     from autotm_core.baselines import greedy
     from autotm_core.ilp.warm import warm_start_from_plan
 
-    objective = index.lp.objective
     best, best_cost = first, float("inf")
     if first is not None:
-        best_cost = sum(c * first[v] for v, c in objective.items())
+        best_cost = index.lp.objective_value(first)
     candidates = list(start_plans)
     try:
         candidates.append(greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes))
@@ -277,7 +306,7 @@ def _best_start(index: Any, graph: Graph, system: MemorySystem,
         values = warm_start_from_plan(index, plan, graph, system)
         if values is None:
             continue
-        cost = sum(c * values[v] for v, c in objective.items())
+        cost = index.lp.objective_value(values)
         if cost < best_cost:
             best, best_cost = values, cost
     return best

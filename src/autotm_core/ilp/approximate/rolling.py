@@ -48,7 +48,7 @@ from autotm_core.ilp.approximate.layout import (
     ModelLayout,
     restricted_problem,
 )
-from autotm_core.ilp.incumbent import relax_and_fix_matrix
+from autotm_core.ilp.incumbent import RelaxAndFix, relax_and_fix_matrix
 from autotm_core.solvers.base import MatrixProblem, Solver, SolverConfig
 
 logger = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
         found = relax_and_fix_matrix(sub, solver=solver, time_limit_seconds=_left(deadline),
                                      relative_gap=relative_gap, threads=1,
                                      duals=solver.capabilities.duals)
-        if found is not None:
+        if isinstance(found, RelaxAndFix):
             values[cols] = found.values[:cols.size]
             if found.row_duals is not None:
                 own = (layout.row_anchor[rows] >= s) & (layout.row_anchor[rows] < e)
