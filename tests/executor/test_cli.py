@@ -72,3 +72,12 @@ def test_bad_bind_is_a_usage_error(tmp_path, monkeypatch):
     status, _, err = _run(["run", plan, "--graph", graph, "--system", system, "--bind", "pmm"],
                           monkeypatch)
     assert status == 2 and "--bind 'pmm' is not POOL=VALUE" in err
+
+
+@pytest.mark.parametrize("option", ["--bind", "--arena"])
+def test_a_pool_the_system_lacks_is_a_usage_error(tmp_path, monkeypatch, option):
+    plan, graph, system = _files(tmp_path)
+    status, _, err = _run(["run", plan, "--graph", graph, "--system", system, option,
+                           "nowhere=0"], monkeypatch)
+    assert status == 2
+    assert f"{option} names pool 'nowhere'" in err and "its pools are dram, pmm" in err

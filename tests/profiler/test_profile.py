@@ -153,7 +153,7 @@ def test_a_bad_bind_node_lists_the_allowed_nodes(tmp_path: Path,
 def test_bad_arguments_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     status, _, err = _run(["profile", "example:mlp", "--system", "optane-2019", "-o",
                            str(tmp_path / "c.json"), "--bind", "nowhere=0"], monkeypatch)
-    assert status == 1 and "has no pool 'nowhere'" in err
+    assert status == 2 and "--bind names pool 'nowhere'" in err and "its pools are dram, pmm" in err
     status, _, err = _run(["profile", "example:mlp", "--system", "optane-2019", "-o",
                            str(tmp_path / "c.json"), "--repeat", "0", "--bind", "pmm=0"],
                           monkeypatch)

@@ -144,6 +144,18 @@ def parse_pairs(values: list[str], what: str,
     return out
 
 
+def check_pool_names(pairs: dict[str, int], what: str, system: MemorySystem) -> None:
+    """One :class:`UsageError` for the first pool in ``pairs`` (from option ``what``) that
+    ``system`` does not have, naming the pools it has."""
+    from autotm_core.errors import UsageError
+
+    names = [pool.name for pool in system.pools]
+    for name in pairs:
+        if name not in names:
+            raise UsageError(f"{what} names pool {name!r}, but memory system {system.name!r} "
+                             f"has no such pool", hint=f"its pools are {', '.join(names)}")
+
+
 OUTPUT_OPTIONS = {"output": "-o", "csv": "--csv", "html": "--html", "plot": "--plot",
                   "memory": "--memory", "kernels_plot": "--kernels"}
 """Every option naming a file a command writes, by its ``dest``."""

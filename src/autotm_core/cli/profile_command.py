@@ -14,6 +14,7 @@ from autotm_core.cli.options import (
     add_json,
     add_output,
     add_system,
+    check_pool_names,
     parse_pairs,
 )
 
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     bind = parse_pairs(args.bind, "--bind", int)
     graph = load_source(args.graph)
     system = resolve_system(args.system)
+    check_pool_names(bind, "--bind", system)
     cache = None if args.no_cache else ProfileCache(args.cache or default_cache_dir())
     columns = (TextColumn("measuring"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[kernel]}"), TimeElapsedColumn())

@@ -27,6 +27,7 @@ from autotm_core.cli.options import (
     add_json,
     add_plan_arguments,
     add_top,
+    check_pool_names,
     parse_pairs,
     plan_inputs,
 )
@@ -97,6 +98,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     arenas = parse_pairs(args.arena, "--arena", parse_size)
     runner, spec, options = _frontend_kernels(args)
     plan, graph, system = plan_inputs(args, check=False)  # the run verifies it
+    check_pool_names(bind, "--bind", system)
+    check_pool_names(arenas, "--arena", system)
     costs = resolve_costs(graph, system, costs_path=args.costs)
     with Progress(console=console, transient=True, disable=args.json) as progress:
         task = progress.add_task("running the step", total=args.repeat)
