@@ -39,15 +39,21 @@ def _optimum(lp) -> float:
     return result.objective
 
 
-@pytest.mark.slow
+# In the asynchronous model only "always fast" and "never fast" apply: they fix nothing on
+# the mlp at any of 0.35-0.9 nor on chain-5 at 0.35 (those cases compared a model with
+# itself); chain-5 at 0.8 keeps three tensors fast (53 columns).
+REDUCED_CASES = [*((f, fraction, name) for f in ["synchronous"] for fraction in [0.35, 0.7]
+                   for name in ["chain-5", "mlp"]),
+                 ("asynchronous", 0.8, "chain-5")]
+
+
 @pytest.mark.slow  # exact (gap 0) solves of the full and the reduced models
 @pytest.mark.highs
-@pytest.mark.parametrize("name", ["chain-5", "mlp"])
-@pytest.mark.parametrize("fraction", [0.35, 0.7])
-@pytest.mark.parametrize("formulation", ["synchronous", "asynchronous"])
+@pytest.mark.parametrize(("formulation", "fraction", "name"), REDUCED_CASES)
 def test_reduced_model_keeps_the_optimum(name, fraction, formulation):
     graph, system, costs, index = _setting(name, fraction, formulation)
     reductions = find_reductions(index, graph, system, costs)
+    assert reductions.columns.size > 0, "nothing fixed: the two models are the same"
     full = _optimum(index.lp)
     reduced = _optimum(reductions.apply(index.lp))
     assert reduced == pytest.approx(full, rel=1e-7, abs=1e-6)
@@ -128,7 +134,9 @@ def test_never_fast_fixes_slots_where_the_workspace_leaves_no_room():
 @pytest.mark.slow  # exact solves (gap 0) of the full and reduced models
 @pytest.mark.highs
 @pytest.mark.parametrize("make", [lambda: training_chain(12), lambda: mlp(batch=8),
-                                  lambda: cnn(batch=2)], ids=["chain-12", "mlp", "cnn"])
+                                  # two convolution layers, not three: each case 4x faster
+                                  lambda: cnn(batch=2, channels=(3, 32, 64))],
+                         ids=["chain-12", "mlp", "cnn"])
 @pytest.mark.slow
 @pytest.mark.parametrize("fraction", [0.3, 0.6])
 def test_reduced_model_has_the_full_models_optimum(make, fraction):
