@@ -155,7 +155,7 @@ def test_reduced_model_has_the_full_models_optimum(make, fraction):
 @pytest.mark.parametrize(("make", "system_name"), [
     (lambda: training_chain(3), "optane-2019"), (lambda: training_chain(3), "gpu-h200"),
     (lambda: training_chain(3), "optane-2019+traffic"),
-    (lambda: mlp(batch=8), "optane-2019")],
+    (lambda: mlp(batch=4, widths=(64, 128, 64, 10)), "optane-2019")],  # 18 async moves
     ids=["chain-3-optane", "chain-3-gpu", "chain-3-optane-traffic", "mlp-optane"])
 def test_asynchronous_edges_left_out_keep_the_optimum(make, system_name, monkeypatch):
     import autotm_core.ilp.formulation as formulation
