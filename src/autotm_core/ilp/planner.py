@@ -113,7 +113,7 @@ def plan_graph(
     """
     from autotm_core.costs import resolve_costs
     from autotm_core.ilp.formulation import build_program
-    from autotm_core.ilp.incumbent import Unrelaxed, relax_and_fix
+    from autotm_core.ilp.incumbent import Unrelaxed, relax_and_fix, retime
     from autotm_core.ilp.options import resolve_capacities
     from autotm_core.ilp.solve import resolve_solver, solve_program
     from autotm_core.solvers import SolverConfig, TerminationCondition
@@ -189,6 +189,16 @@ def plan_graph(
                 start = _best_start(index, graph, system, () if retimed else start_plans,
                                     first=None if rf is None else rf.values, budget=budget,
                                     reserve=reserve)
+            if start is not None and options.formulation is Formulation.ASYNCHRONOUS:
+                # the start's copies retimed: a better start in seconds (VGG-19 b128
+                # gpu-h200 4:1: the synchronous plan 2.7% faster in 1.4 s)
+                with budget.phase("retime"):
+                    again = retime(index, start, solver=backend, relative_gap=relative_gap,
+                                   time_limit_seconds=budget.limit(1 / 4, reserve=reserve))
+                if again is not None:
+                    start = again.values
+                    if rf is None or again.result.objective < rf.result.objective:
+                        rf = again  # what to keep if the full solve loses its start
         config = SolverConfig(time_limit_seconds=budget.limit(reserve=reserve),
                               relative_gap=relative_gap, log_to_terminal=log_to_terminal,
                               warm_start=start is not None)
