@@ -62,10 +62,12 @@ STAGE_WEIGHTS = {Formulation.STATIC: 1.0, Formulation.SYNCHRONOUS: 3.0,
                  Formulation.ASYNCHRONOUS: 3.0}
 """Each formulation's share of the time left when it starts, against the stages after it."""
 
-SETUP_FACTOR = 10.0
-"""A richer formulation's model takes up to this many times the simpler one's build time to
-build and to load its starts into (Inception v4: synchronous 1.1 s, asynchronous about
-11 s); a richer stage is not started with less time than that left."""
+SETUP_FACTOR = 20.0
+"""A richer formulation's stage takes about this many times the simpler model's build time
+even when its solve is cut short: building its model, loading a start, the shortest solve,
+checking and packing the plan (Inception v4 b64, optane-2019 4:1: synchronous build 0.62 s;
+asynchronous build 6.5 s, start 1.8 s, retiming 2.7 s for a 0.5 s limit, check and
+packing 1.0 s: 12.0 s, 19x); a richer stage is not started with less time than that left."""
 
 _NOT_PROVEN = frozenset({"time_limit", "interrupted", "iteration_limit", "unknown", "error"})
 """Terminations after which a loaded plan is the best found, not a proven one."""
