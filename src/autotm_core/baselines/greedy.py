@@ -43,8 +43,6 @@ from __future__ import annotations
 import heapq
 import math
 
-import numpy as np
-
 from autotm_core.baselines.common import Setting, setting
 from autotm_core.baselines.greedy_tables import PLANNER, configure, table_pins
 from autotm_core.baselines.homes import assign_homes
@@ -115,7 +113,7 @@ class _Walk:
         self.persistent = [t.kind.exists_before_step and t.kind.survives_step
                            for t in s.graph.tensors]
         self.last_write = [-1] * len(homes)
-        owner = np.repeat(np.arange(self.n), np.diff(live.kernel_ptr))
+        owner = live.entry_kernels()
         for t, k in zip(live.kernel_tensors[live.kernel_writes].tolist(),
                         owner[live.kernel_writes].tolist(), strict=True):
             self.last_write[t] = k

@@ -177,7 +177,7 @@ def cache_model(
     )
     missed = read_misses + write_misses > 0
     entry_latency = np.where(missed, slow.latency_seconds, fast.latency_seconds)
-    owner = np.repeat(np.arange(live.n_kernels), np.diff(live.kernel_ptr))
+    owner = live.entry_kernels()
     # weighted counts are float64 (the stubs say intp): astype only retypes, it copies nothing
     memory = np.bincount(owner, weights=entry_memory, minlength=live.n_kernels).astype(
         np.float64, copy=False)

@@ -113,7 +113,7 @@ def plan_graph(
     """
     from autotm_core.costs import resolve_costs
     from autotm_core.ilp.formulation import build_program
-    from autotm_core.ilp.incumbent import Unrelaxed, relax_and_fix, retime
+    from autotm_core.ilp.incumbent import Unrelaxed, relax_and_fix
     from autotm_core.ilp.options import resolve_capacities
     from autotm_core.ilp.solve import resolve_solver, solve_program
     from autotm_core.solvers import SolverConfig, TerminationCondition
@@ -192,9 +192,8 @@ def plan_graph(
             if start is not None and options.formulation is Formulation.ASYNCHRONOUS:
                 # the start's copies retimed: a better start in seconds (VGG-19 b128
                 # gpu-h200 4:1: the synchronous plan 2.7% faster in 1.4 s)
-                with budget.phase("retime"):
-                    again = retime(index, start, solver=backend, relative_gap=relative_gap,
-                                   time_limit_seconds=budget.limit(1 / 4, reserve=reserve))
+                again = _retime(index, start, backend, budget, share=1 / 4, reserve=reserve,
+                                relative_gap=relative_gap)
                 if again is not None:
                     start = again.values
                     if rf is None or again.result.objective < rf.result.objective:
@@ -229,16 +228,24 @@ def _retimed_start(index: Any, graph: Graph, system: MemorySystem, start_plans: 
     """The best held plan's values (``None``: none fits the model) and its retiming
     (``None`` when retiming found nothing), within the time left: under a time limit the
     retimed plan is the answer (see :func:`plan_graph`), without one only a start."""
-    from autotm_core.ilp.incumbent import retime
-
     with budget.phase("starts"):
         start = _best_start(index, graph, system, start_plans, budget=budget, reserve=reserve)
     if start is None:
         return None, None
-    with budget.phase("retime"):
-        rf = retime(index, start, solver=backend, relative_gap=relative_gap,
-                    time_limit_seconds=budget.limit(reserve=reserve))
+    rf = _retime(index, start, backend, budget, share=1.0, reserve=reserve,
+                 relative_gap=relative_gap)
     return (start if rf is None else rf.values), rf
+
+
+def _retime(index: Any, start: np.ndarray, backend: Solver, budget: Budget, *, share: float,
+            reserve: float, relative_gap: float) -> Any:
+    """:func:`~autotm_core.ilp.incumbent.retime` of ``start`` within ``share`` of the time
+    left, recorded as the ``retime`` phase."""
+    from autotm_core.ilp.incumbent import retime
+
+    with budget.phase("retime"):
+        return retime(index, start, solver=backend, relative_gap=relative_gap,
+                      time_limit_seconds=budget.limit(share, reserve=reserve))
 
 
 def _checked(index: Any, values: np.ndarray, result: Any, graph: Graph, system: MemorySystem,

@@ -71,6 +71,10 @@ class Liveness:
         users = self.users(tensor)
         return int(users[-1]) if len(users) else -1
 
+    def entry_kernels(self) -> IntArray:
+        """Kernel of each entry of :attr:`kernel_tensors`."""
+        return np.repeat(np.arange(self.n_kernels, dtype=np.int64), np.diff(self.kernel_ptr))
+
     def kernel_tensor_slice(self, kernel: int) -> slice:
         """Slice of :attr:`kernel_tensors` for kernel position ``kernel``."""
         return slice(int(self.kernel_ptr[kernel]), int(self.kernel_ptr[kernel + 1]))

@@ -103,8 +103,7 @@ def _least_crossings(liveness: Liveness, capacity: int, rate_in: float,
         return 0.0, 0.0, 0.0
     n_tensors = len(liveness.nbytes)
     # each tensor's last read: it crosses in when it is outside the fast pool before it
-    n_entries = np.diff(liveness.kernel_ptr)
-    entry_kernel = np.repeat(np.arange(liveness.n_kernels), n_entries)
+    entry_kernel = liveness.entry_kernels()
     reads = np.asarray(liveness.kernel_reads, dtype=bool)
     last_read = np.full(n_tensors, -1, dtype=np.int64)
     np.maximum.at(last_read, liveness.kernel_tensors[reads], entry_kernel[reads])

@@ -65,8 +65,7 @@ class PlanLookups:
             a.key(a.move_tensor[asyn], a.move_target[asyn], a.move_kernel[asyn])
         )
         """Keys of the (tensor, target pool, kernel) of every asynchronous move."""
-        self.owner: IntArray = np.repeat(np.arange(self.n, dtype=np.int64),
-                                         np.diff(live.kernel_ptr))
+        self.owner: IntArray = live.entry_kernels()
         """Kernel of each entry of ``liveness.kernel_tensors``."""
         kinds = [t.kind for t in graph.tensors]
         self.pre_existing: BoolArray = np.fromiter(

@@ -229,7 +229,7 @@ def kernel_traffic_seconds(graph: Graph, system: MemorySystem,
     if not (reads.any() or writes.any()):
         return out
     pools = np.asarray(entry_pools, dtype=np.int64)
-    kernel_of = np.repeat(np.arange(len(graph.kernels)), np.diff(live.kernel_ptr))
+    kernel_of = live.entry_kernels()
     nbytes = live.nbytes[live.kernel_tensors].astype(np.float64)
     remote = pools > 0
     into = np.where(remote, channels[pools, 0], 0)
