@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,12 +25,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-RETIME_ABOVE_COLUMNS = 100_000
-"""Asynchronous models with more columns than this start from a retimed held plan instead
-of relax-and-fix, whose LP relaxation does not pay there (Inception v4 b64: 441,470
+IMPROVE_ABOVE_COLUMNS = 100_000
+"""Asynchronous models with more columns than this start from a held plan improved (window
+by window under a time limit, else retimed; see :func:`_improved_start`) instead of
+relax-and-fix, whose LP relaxation does not pay there (Inception v4 b64: 441,470
 columns, the LP unfinished after 20 s). Below it the LP is cheap (VGG-19 b128: 30,958
 columns) and its bound can prove the plan within the gap without the full MIP; when it
-still runs out of time, the held plan is retimed all the same."""
+still runs out of time, the held plan is improved all the same."""
 
 OBJECTIVE_RELATIVE_TOLERANCE = 1e-6
 """Relative difference allowed between the model's objective and the simulated step time."""
@@ -143,12 +144,12 @@ def plan_graph(
     values: np.ndarray | None
     starts = warm_start and bool(backend.capabilities.warm_start)
     # Large asynchronous models: their LP relaxation alone outlasts the budget, so the held
-    # plans' best is retimed instead of relax-and-fix, when one fits the model (see retime).
-    retimed = (options.formulation is Formulation.ASYNCHRONOUS and starts
-               and index.lp.n_vars > RETIME_ABOVE_COLUMNS)
-    if retimed:
-        start, rf = _retimed_start(index, graph, system, start_plans, backend, budget,
-                                   reserve=reserve, relative_gap=relative_gap)
+    # plans' best is improved instead of relax-and-fix, when one fits the model.
+    improved = (options.formulation is Formulation.ASYNCHRONOUS and starts
+                and index.lp.n_vars > IMPROVE_ABOVE_COLUMNS)
+    if improved:
+        start, rf = _improved_start(index, graph, system, start_plans, backend, budget,
+                                    reserve=reserve, relative_gap=relative_gap)
     # Relax-and-fix on separable costs only: with table costs its fixed MIP's objective
     # was seen to differ from the simulated time by ~1e-7 s (config binaries at tolerance).
     if (warm_start and costs.separable() is not None and start is None
@@ -164,29 +165,29 @@ def plan_graph(
                                   time_limit_seconds=budget.limit(1 / 4, reserve=reserve))
         if not isinstance(found, Unrelaxed):
             rf = found
-        elif (not retimed and options.formulation is Formulation.ASYNCHRONOUS and starts
+        elif (not improved and options.formulation is Formulation.ASYNCHRONOUS and starts
               and found.termination is TerminationCondition.TIME_LIMIT):
-            # its LP relaxation does not fit the time limit either: retime instead
-            retimed = True
-            start, rf = _retimed_start(index, graph, system, start_plans, backend, budget,
-                                       reserve=reserve, relative_gap=relative_gap)
+            # its LP relaxation does not fit the time limit either: improve a held plan
+            improved = True
+            start, rf = _improved_start(index, graph, system, start_plans, backend, budget,
+                                        reserve=reserve, relative_gap=relative_gap)
     if rf is not None and rf.result.gap is not None and rf.result.gap <= relative_gap:
-        # proven within the gap by the LP relaxation's bound (relax-and-fix's; retiming
-        # proves none): no full MIP needed
+        # proven within the gap by the LP relaxation's bound (relax-and-fix's; an improved
+        # held plan has none): no full MIP needed
         result, values, start = rf.result, rf.values, rf.values
-    elif retimed and rf is not None and rf.result.best_bound is None \
+    elif improved and rf is not None and rf.result.best_bound is None \
             and budget.deadline is not None:
         # The full MIP's root needs the LP relaxation that does not fit the time limit (and
-        # HiGHS was seen to run seconds past its limit there, unable to stop): the retimed
+        # HiGHS was seen to run seconds past its limit there, unable to stop): the improved
         # plan is the answer, found in the time limit and proven by nothing.
         termination, status = settle_status(TerminationCondition.TIME_LIMIT, has_solution=True,
                                             objective=rf.result.objective, best_bound=None)
         result = attrs.evolve(rf.result, termination=termination, status=status)
         values = rf.values
     else:
-        if starts and (not retimed or start is None):
+        if starts and (not improved or start is None):
             with budget.phase("starts"):
-                start = _best_start(index, graph, system, () if retimed else start_plans,
+                start = _best_start(index, graph, system, () if improved else start_plans,
                                     first=None if rf is None else rf.values, budget=budget,
                                     reserve=reserve)
             if start is not None and options.formulation is Formulation.ASYNCHRONOUS:
@@ -222,18 +223,29 @@ def plan_graph(
                         start_given=start is not None)
 
 
-def _retimed_start(index: Any, graph: Graph, system: MemorySystem, start_plans: Sequence[Plan],
-                   backend: Solver, budget: Budget, *, reserve: float,
-                   relative_gap: float) -> tuple[Any, Any]:
-    """The best held plan's values (``None``: none fits the model) and its retiming
-    (``None`` when retiming found nothing), within the time left: under a time limit the
-    retimed plan is the answer (see :func:`plan_graph`), without one only a start."""
+def _improved_start(index: Any, graph: Graph, system: MemorySystem, start_plans: Sequence[Plan],
+                    backend: Solver, budget: Budget, *, reserve: float,
+                    relative_gap: float) -> tuple[Any, Any]:
+    """The best held plan's values (``None``: none fits the model) and its improvement
+    (``None`` when it found nothing) within the time left: under a time limit, window by
+    window (:mod:`~autotm_core.ilp.neighbourhood`; the answer, see :func:`plan_graph`),
+    without one by retiming (only the full MIP's start)."""
     with budget.phase("starts"):
-        start = _best_start(index, graph, system, start_plans, budget=budget, reserve=reserve)
+        # the first plan the model can express only: reading one takes seconds here, and the
+        # caller's fastest comes first (Inception v4 b64: 1.9 s instead of 5.7 s for three)
+        start = _best_start(index, graph, system, start_plans, budget=budget, reserve=reserve,
+                            first_fit=True)
     if start is None:
         return None, None
-    rf = _retime(index, start, backend, budget, share=1.0, reserve=reserve,
-                 relative_gap=relative_gap)
+    if budget.deadline is None:
+        rf = _retime(index, start, backend, budget, share=1.0, reserve=reserve,
+                     relative_gap=relative_gap)
+    else:
+        # the windows time the copies too, and change states: GPT-2 12 layers b8
+        # gpu-h200 1:1: 0.8807x of the synchronous plan after 60 s of windows, where
+        # retiming alone took 44 s to 0.953x, and its windows 40 s more to 0.8805x
+        rf = _windows(index, start, backend, budget, reserve=reserve,
+                      relative_gap=relative_gap)
     return (start if rf is None else rf.values), rf
 
 
@@ -246,6 +258,19 @@ def _retime(index: Any, start: np.ndarray, backend: Solver, budget: Budget, *, s
     with budget.phase("retime"):
         return retime(index, start, solver=backend, relative_gap=relative_gap,
                       time_limit_seconds=budget.limit(share, reserve=reserve))
+
+
+def _windows(index: Any, start: Any, backend: Solver, budget: Budget, *, reserve: float,
+             relative_gap: float) -> Any:
+    """:func:`~autotm_core.ilp.neighbourhood.improve_by_windows` of ``start`` (values)
+    until the time left less ``reserve``, recorded as the ``windows`` phase."""
+    from autotm_core.ilp.neighbourhood import improve_by_windows
+
+    remaining = budget.remaining()
+    deadline = None if remaining is None else time.perf_counter() + remaining - reserve
+    with budget.phase("windows"):
+        return improve_by_windows(index, start, solver=backend, deadline=deadline,
+                                  relative_gap=relative_gap)
 
 
 def _checked(index: Any, values: np.ndarray, result: Any, graph: Graph, system: MemorySystem,
@@ -297,28 +322,34 @@ def _relax_and_fix_pays(backend: Solver) -> bool:
 
 def _best_start(index: Any, graph: Graph, system: MemorySystem,
                 start_plans: Sequence[Plan], *, first: Any = None,
-                budget: Budget | None = None, reserve: float = 0.0) -> Any:
+                budget: Budget | None = None, reserve: float = 0.0,
+                first_fit: bool = False) -> Any:
     """Model values of the cheapest start among ``first`` (values already known, e.g.
     relax-and-fix's), ``start_plans`` and greedy's plan; ``None`` when there is none.
 
     Reading a plan into a large model takes seconds (1-2 s each at 440,000 columns), so
     with a ``budget`` the candidates are read in order (the caller's best first) only while
-    more than ``reserve`` seconds are left, once one start is known."""
+    more than ``reserve`` seconds are left, once one start is known; with ``first_fit``,
+    only until one is known (greedy's plan is made only when no other fits)."""
     from autotm_core.baselines import greedy
     from autotm_core.ilp.warm import warm_start_from_plan
 
     best, best_cost = first, float("inf")
     if first is not None:
         best_cost = index.lp.objective_value(first)
-    candidates = list(start_plans)
-    try:
-        candidates.append(greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes))
-    except AutotmError as exc:
-        logger.info("no greedy warm start: the greedy baseline failed (%s)", exc)
-    for plan in candidates:
+    def candidates() -> Iterator[Plan]:
+        yield from start_plans
+        try:
+            yield greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes)
+        except AutotmError as exc:
+            logger.info("no greedy warm start: the greedy baseline failed (%s)", exc)
+
+    for plan in candidates():
         remaining = None if budget is None else budget.remaining()
         if best is not None and remaining is not None and remaining <= reserve:
             logger.info("starts: the time limit leaves no time to read more plans")
+            break
+        if best is not None and first_fit:
             break
         values = warm_start_from_plan(index, plan, graph, system)
         if values is None:
