@@ -12,7 +12,7 @@ from autotm_core.ilp.budget import MIN_SOLVE_SECONDS, Budget
 from autotm_core.planning import PLANNERS, load_problem, plan
 from autotm_core.planning.ilp import IlpSettings, plan_ilp
 from autotm_core.planning.mode import PlanMode
-from autotm_core.plans import verify_plan
+from autotm_core.plans import MoveKind, verify_plan
 from autotm_core.solvers import (
     SolutionStatus,
     SolveResult,
@@ -109,6 +109,12 @@ def test_approximate_asynchronous_planning_hands_over_a_synchronous_plan() -> No
     assert "synchronous: approximate" in names and "asynchronous: approximate" in names
     assert "static: approximate" not in names
     assert not verify_plan(outcome.plan, problem.graph, problem.limited_system)
+    # the synchronous plan handed over, improved a window of kernels at a time: copies
+    # overlap kernels now, and the plan is faster than the synchronous one
+    synchronous = plan(problem, "synchronous", mode="approximate", time_limit_seconds=10)
+    assert outcome.source == "ilp by windows"
+    assert any(m.kind is MoveKind.ASYNC for m in outcome.plan.moves)
+    assert outcome.step_seconds < synchronous.step_seconds * (1 - 1e-3)
 
 
 @pytest.mark.highs

@@ -55,9 +55,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 WINDOW_KERNELS = 60
-"""Kernels per window. At Inception v4 b64 (optane-2019 4:1) a window of 100 kernels is a
-sub-model of about 25,000 columns (20,000 binaries) that HiGHS improves in a few seconds;
-40 s of windows took the synchronous plan from 3.5893 s to 3.5370 s (0.985x)."""
+"""The most kernels per window. At Inception v4 b64 (optane-2019 4:1) a window of 60
+kernels is a sub-model of 15,000-20,000 columns that HiGHS solves in 0.3-1 s; 40 s of
+windows took the synchronous plan from 3.5893 s to 3.5217 s (0.981x; windows of 100
+kernels: 0.985x, of 150: 0.987x)."""
+
+MODEL_WINDOWS = 4
+"""A window has no more than the model's kernels over this (VGG-19 b128, 142 kernels,
+optane-2019 4:1: windows of 30 kernels gained 1.3% in 30 s, of 60 kernels 1.0%)."""
 
 WINDOW_SECONDS = 3.0
 """The most one window's solve may take."""
@@ -77,29 +82,18 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     ``start`` is a feasible solution of ``index``'s model (one value per column). The
     result's solve says the best objective found, no bound, the seconds of every solve,
     and why the search ended: ``time_limit`` at the deadline, else ``unknown`` (a pass
-    gained nothing: not proven optimal). A model of no more than ``window_kernels``
-    kernels is one window, the whole model: its solution is ``start`` (solve the model
-    itself instead). A failing solve ends the search with the best solution found so far;
-    Ctrl-C raises ``KeyboardInterrupt``.
+    gained nothing: not proven optimal). A failing solve ends the search with the best
+    solution found so far; Ctrl-C raises ``KeyboardInterrupt``.
     """
-    from autotm_core.ilp.approximate.layout import model_layout, restricted_problem
-
     window_kernels = window_kernels or WINDOW_KERNELS  # read now: a caller may change it
-    problem = to_matrix_problem(index.lp, name="windows")
-    layout = model_layout(index, problem)
-    cost = np.asarray(problem.cost, dtype=np.float64)
-    binary = np.asarray(problem.is_integer, dtype=bool)
-    kind, anchor = layout.kind, layout.col_anchor
-    follows = (kind == TIME) | (kind == OCCUPANCY)
-    rows_of_follows = np.unique(layout.columns[:, np.flatnonzero(follows)].indices)
-    n = layout.n_kernels
-    width = max(1, window_kernels)
-    # a window as big as the model would be the model itself: none is solved then
+    model = _Windows(index, solver)
+    n = model.n
+    width = max(1, min(window_kernels, n // MODEL_WINDOWS))
     starts = sorted({*range(0, n - width + 1, max(1, width // 2)), n - width}) if n > width else []
-    scorer = _Scorer(index, problem.col_lower, cost, kind, anchor, n)
+    scorer = _Scorer(index, model.problem.col_lower, model.cost, model.kind, model.anchor, n)
     values = np.asarray(start, dtype=np.float64).copy()
-    best = initial = float(cost @ values)
-    handoff_seconds, solve_seconds, windows, gains, version = 0.0, 0.0, 0, 0, ""
+    best = initial = float(model.cost @ values)
+    windows, gains = 0, 0
     tried: set[int] = set()
     gained_in_pass = False
     config = SolverConfig(relative_gap=min(relative_gap, 1e-4), warm_start=True)
@@ -119,34 +113,18 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
         score = scorer.cumulative(values)
         first = max(untried, key=lambda s: score[s + width] - score[s])
         tried.add(first)
-        free = follows | ((anchor >= first) & (anchor < first + width))
-        touched = np.zeros(layout.rows.shape[0], dtype=bool)
-        touched[layout.columns[:, np.flatnonzero(free & ~follows)].indices] = True
-        touched[rows_of_follows] = True
-        sub, cols = restricted_problem(layout, problem, rows=np.flatnonzero(touched), free=free,
-                                       values=values, cost=cost, integer=binary,
-                                       name=f"window {first}-{first + width}")
         limit = window_seconds if left is None else min(window_seconds, left)
         try:
-            result, solution = solver.solve(
-                sub, attrs.evolve(config, time_limit_seconds=limit), values[cols])
-        except SolveInterruptedError:
-            raise KeyboardInterrupt from None
+            candidate = model.solve(values, first, first + width,
+                                    attrs.evolve(config, time_limit_seconds=limit))
         except AutotmError as exc:  # the incumbent stands
             logger.info("windows: the solve of kernels %d-%d failed (%s)", first,
                         first + width, exc.message)
             break
-        if result.termination is TerminationCondition.INTERRUPTED:
-            raise KeyboardInterrupt
         windows += 1
-        handoff_seconds += result.handoff_seconds
-        solve_seconds += result.solve_seconds
-        version = result.solver_version
-        if solution is None:
+        if candidate is None:
             continue
-        candidate = values.copy()
-        candidate[cols] = solution
-        objective = float(cost @ candidate)
+        objective = float(model.cost @ candidate)
         if objective < best * (1 - IMPROVEMENT_TOLERANCE):
             logger.debug("windows: kernels %d-%d: %.6g -> %.6g", first, first + width, best,
                          objective)
@@ -155,14 +133,70 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
             gained_in_pass = True
     logger.info("windows: %d solved, %d improved the incumbent: objective %.6g -> %.6g",
                 windows, gains, initial, best)
-    termination, status = settle_status(termination, has_solution=True, objective=best,
-                                        best_bound=None)
-    result = SolveResult(solver_name=solver.name, solver_version=version,
-                         termination=termination, status=status, objective=best,
-                         handoff_seconds=handoff_seconds, solve_seconds=solve_seconds,
-                         n_variables=index.lp.n_vars, n_binaries=index.lp.n_binaries,
-                         n_constraints=index.lp.n_rows)
-    return RelaxAndFix(values=values, result=result)
+    return RelaxAndFix(values=values, result=model.result(best, termination))
+
+
+class _Windows:
+    """A model cut into windows: the sub-model of the decisions anchored in some kernels,
+    every other held at given values, and its solve."""
+
+    def __init__(self, index: ModelIndex, solver: Solver) -> None:
+        from autotm_core.ilp.approximate.layout import model_layout
+
+        self.index, self.solver = index, solver
+        self.problem = to_matrix_problem(index.lp, name="windows")
+        self.layout = model_layout(index, self.problem)
+        self.cost = np.asarray(self.problem.cost, dtype=np.float64)
+        self.binary = np.asarray(self.problem.is_integer, dtype=bool)
+        self.kind, self.anchor = self.layout.kind, self.layout.col_anchor
+        self.follows = (self.kind == TIME) | (self.kind == OCCUPANCY)
+        self.rows_of_follows = np.unique(
+            self.layout.columns[:, np.flatnonzero(self.follows)].indices)
+        self.n = self.layout.n_kernels
+        self.handoff_seconds = self.solve_seconds = 0.0
+        self.version = ""
+
+    def solve(self, values: np.ndarray, first: int, last: int,
+              config: SolverConfig) -> np.ndarray | None:
+        """``values`` with the decisions anchored in kernels ``first..last - 1`` and every
+        kernel time and occupancy solved for, starting from ``values``, the rest held;
+        ``None`` without a solution. Ctrl-C raises ``KeyboardInterrupt``."""
+        from autotm_core.ilp.approximate.layout import restricted_problem
+
+        layout = self.layout
+        free = self.follows | ((self.anchor >= first) & (self.anchor < last))
+        touched = np.zeros(layout.rows.shape[0], dtype=bool)
+        touched[layout.columns[:, np.flatnonzero(free & ~self.follows)].indices] = True
+        touched[self.rows_of_follows] = True
+        sub, cols = restricted_problem(layout, self.problem, rows=np.flatnonzero(touched),
+                                       free=free, values=values, cost=self.cost,
+                                       integer=self.binary, name=f"window {first}-{last}")
+        try:
+            result, solution = self.solver.solve(sub, config, values[cols])
+        except SolveInterruptedError:
+            raise KeyboardInterrupt from None
+        if result.termination is TerminationCondition.INTERRUPTED:
+            raise KeyboardInterrupt
+        self.handoff_seconds += result.handoff_seconds
+        self.solve_seconds += result.solve_seconds
+        self.version = result.solver_version
+        if solution is None:
+            return None
+        out = values.copy()
+        out[cols] = solution
+        return out
+
+    def result(self, objective: float, termination: TerminationCondition) -> SolveResult:
+        """A solve result for the search: its best ``objective``, no bound, every solve's
+        seconds."""
+        termination, status = settle_status(termination, has_solution=True,
+                                            objective=objective, best_bound=None)
+        lp = self.index.lp
+        return SolveResult(solver_name=self.solver.name, solver_version=self.version,
+                           termination=termination, status=status, objective=objective,
+                           handoff_seconds=self.handoff_seconds,
+                           solve_seconds=self.solve_seconds, n_variables=lp.n_vars,
+                           n_binaries=lp.n_binaries, n_constraints=lp.n_rows)
 
 
 class _Scorer:

@@ -72,7 +72,8 @@ packing 1.0 s: 12.0 s, 19x); a richer stage is not started with less time than t
 _NOT_PROVEN = frozenset({"time_limit", "interrupted", "iteration_limit", "unknown", "error"})
 """Terminations after which a loaded plan is the best found, not a proven one."""
 
-_APPROXIMATE_SOURCES = {"ilp": "ilp", "rolling": "ilp by stretches"}
+_APPROXIMATE_SOURCES = {"ilp": "ilp", "rolling": "ilp by stretches",
+                        "windows": "ilp by windows"}
 """The approximate planner's own sources, as outcomes name them (others are plan names)."""
 
 

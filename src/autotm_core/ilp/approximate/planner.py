@@ -7,7 +7,11 @@ stretch of ``stretch_kernels`` kernels at a time
 (:mod:`autotm_core.ilp.approximate.rolling`; a graph no longer than one stretch is
 one relax-and-fix of the whole model). The LP prices of those stretches start a
 Lagrangian relaxation of the whole model
-(:mod:`autotm_core.ilp.approximate.lagrangian`), whose value is a lower bound.
+(:mod:`autotm_core.ilp.approximate.lagrangian`), whose value is a lower bound. The
+asynchronous formulation, whose stretches' LP relaxations do not pay, improves the
+fastest held plan (the synchronous stage's) a window of kernels at a time instead
+(:mod:`autotm_core.ilp.neighbourhood`); its Lagrangian relaxation starts from zero
+prices, and the whole model is not solved after.
 When that bound does not already prove the plan within ``relative_gap``, graphs
 of up to ``full_solve_kernels`` kernels hand the whole model to the solver for
 what is left of the budget, started from the stretch plan. It returns the best
@@ -80,8 +84,9 @@ class ApproximatePlanResult:
     """The simulator's :class:`~autotm_core.simulation.Simulation` of the plan."""
     source: str
     """Where the plan came from: ``"ilp"`` (the whole model's incumbent), ``"rolling"``
-    (planned a stretch at a time), or the planner name of the baseline's plan or the start
-    plan returned (e.g. ``"baseline/greedy"``)."""
+    (planned a stretch at a time), ``"windows"`` (asynchronous: the fastest held plan
+    improved a window of kernels at a time), or the planner name of the baseline's plan or
+    the start plan returned (e.g. ``"baseline/greedy"``)."""
     baseline: str
     """The baseline the formulation should beat, whose plan is a candidate: ``"first-touch"``
     (static) or ``"greedy"``."""
@@ -96,7 +101,8 @@ class ApproximatePlanResult:
     fastest)."""
     termination: str
     """Why planning stopped: the whole-model solve's termination when it ran, else
-    ``"stretches planned"``, or ``"not run"`` when the budget was spent before."""
+    ``"stretches planned"`` or ``"windows improved the held plan (...)"``, or ``"not run"``
+    when the budget was spent before."""
     reductions: Reductions
     """The fixings applied, and what each reduction removed."""
     n_variables: int
@@ -227,7 +233,32 @@ def plan_approximate(
         best.offer(candidate, simulate(candidate, graph, system, costs), source)
 
     start, version = None, ""
-    if time.perf_counter() < deadline:
+    held, held_plan = None, best.plan
+    if options.formulation is Formulation.ASYNCHRONOUS and held_plan is not None:
+        held = warm_start_from_plan(index, held_plan, graph, system)
+    if held is not None and held_plan is not None and time.perf_counter() < deadline:
+        # asynchronous: the fastest held plan (the synchronous stage's) improved a window of
+        # kernels at a time; an asynchronous stretch's LP relaxation does not pay (chain-700
+        # on gpu-h200 4:1: 594,535 columns, no stretch planned in 27 s)
+        from autotm_core.ilp.neighbourhood import improve_by_windows
+
+        solve_started = time.perf_counter()
+        reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
+        improved = improve_by_windows(index, held, solver=backend, deadline=deadline - reserve,
+                                      relative_gap=relative_gap)
+        version = improved.result.solver_version
+        termination = f"windows improved the held plan ({improved.result.termination.value})"
+        consider(improved.values, "windows", {"held_plan": held_plan.planner})
+        assert best.simulation is not None  # the held plan's at least
+        target = float(best.simulation.step_seconds) / index.seconds_per_unit
+        priced = lagrangian_bound(layout, problem, target=target,
+                                  deadline=deadline - FINISH_SECONDS,
+                                  max_iterations=LAGRANGIAN_STEPS)
+        if index.objective_seconds(priced.objective) > bound:
+            bound, bound_source = index.objective_seconds(priced.objective), "lagrangian"
+        full_solve = False  # its root is the LP relaxation the windows avoid
+        solve_seconds += time.perf_counter() - solve_started
+    elif time.perf_counter() < deadline:
         solve_started = time.perf_counter()
         reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
         stretched = rolling_plan(layout, problem, solver=backend, core_kernels=stretch_kernels,
