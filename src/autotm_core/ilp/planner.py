@@ -199,7 +199,7 @@ def plan_graph(
                     start = again.values
                     if rf is None or again.result.objective < rf.result.objective:
                         rf = again  # what to keep if the full solve loses its start
-                if budget.deadline is not None:
+                if _time_for_windows(budget, reserve):
                     # then windows, for half the time left: the full MIP of VGG-19 b128
                     # (optane-2019 4:1, 60 s) found nothing better than its start; 30 s of
                     # windows gained 1.3%
@@ -246,16 +246,28 @@ def _improved_start(index: Any, graph: Graph, system: MemorySystem, start_plans:
                             first_fit=True)
     if start is None:
         return None, None
-    if budget.deadline is None:
+    if not _time_for_windows(budget, reserve):
         rf = _retime(index, start, backend, budget, share=1.0, reserve=reserve,
                      relative_gap=relative_gap)
     else:
-        # the windows time the copies too, and change states: GPT-2 12 layers b8
-        # gpu-h200 1:1: 0.8807x of the synchronous plan after 60 s of windows, where
-        # retiming alone took 44 s to 0.953x, and its windows 40 s more to 0.8805x
-        rf = _windows(index, start, backend, budget, reserve=reserve,
-                      relative_gap=relative_gap)
+        # retimed within a third of the time left (the whole model at once), then windows,
+        # which change states too, with the rest (GPT-2 12 layers b8 gpu-h200 1:1: retiming
+        # alone took 44 s to 0.953x of the synchronous plan, its windows 40 s more to
+        # 0.8805x; windows alone 60 s to 0.8807x)
+        rf = _retime(index, start, backend, budget, share=1 / 3, reserve=reserve,
+                     relative_gap=relative_gap)
+        rf = _windows(index, start if rf is None else rf.values, backend, budget,
+                      reserve=reserve, relative_gap=relative_gap)
     return (start if rf is None else rf.values), rf
+
+
+def _time_for_windows(budget: Budget, reserve: float) -> bool:
+    """Whether a time limit leaves windows (:mod:`~autotm_core.ilp.neighbourhood`) the time
+    to pay: :data:`~autotm_core.ilp.neighbourhood.MIN_SEARCH_SECONDS` after ``reserve``."""
+    from autotm_core.ilp.neighbourhood import MIN_SEARCH_SECONDS
+
+    remaining = budget.remaining()
+    return remaining is not None and remaining - reserve >= MIN_SEARCH_SECONDS
 
 
 def _retime(index: Any, start: np.ndarray, backend: Solver, budget: Budget, *, share: float,
