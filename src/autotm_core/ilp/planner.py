@@ -246,18 +246,15 @@ def _improved_start(index: Any, graph: Graph, system: MemorySystem, start_plans:
                             first_fit=True)
     if start is None:
         return None, None
-    if not _time_for_windows(budget, reserve):
+    if _time_for_windows(budget, reserve):
+        # the windows time the copies too, and change states: GPT-2 12 layers b8 gpu-h200
+        # 1:1, --time-limit 120: windows alone 0.867x of the synchronous plan; a third of
+        # the time for retiming the whole model first, then windows, 0.939x
+        rf = _windows(index, start, backend, budget, reserve=reserve,
+                      relative_gap=relative_gap)
+    else:
         rf = _retime(index, start, backend, budget, share=1.0, reserve=reserve,
                      relative_gap=relative_gap)
-    else:
-        # retimed within a third of the time left (the whole model at once), then windows,
-        # which change states too, with the rest (GPT-2 12 layers b8 gpu-h200 1:1: retiming
-        # alone took 44 s to 0.953x of the synchronous plan, its windows 40 s more to
-        # 0.8805x; windows alone 60 s to 0.8807x)
-        rf = _retime(index, start, backend, budget, share=1 / 3, reserve=reserve,
-                     relative_gap=relative_gap)
-        rf = _windows(index, start if rf is None else rf.values, backend, budget,
-                      reserve=reserve, relative_gap=relative_gap)
     return (start if rf is None else rf.values), rf
 
 
