@@ -70,8 +70,8 @@ WINDOW_SECONDS = 3.0
 MIN_SEARCH_SECONDS = 5 * WINDOW_SECONDS
 """Callers do not start windows with less time than this: a window or two rarely gain,
 where retiming the whole model does (GPT-2 4 layers b256, gpu-h200 4:1, --time-limit 20:
-7 s for the asynchronous stage; retiming for all of it reached 9.709 s, a third of it
-then one window 9.777 s, one window alone nothing over the synchronous 9.859 s)."""
+7 s for the asynchronous stage; retiming for all of it reached 9.691 s, a third of it
+then one window 9.777 s, windows alone nothing over the synchronous 9.859 s)."""
 
 IMPROVEMENT_TOLERANCE = 1e-7
 """A window's solution replaces the incumbent only when better by this fraction of it."""
