@@ -77,3 +77,27 @@ def test_without_a_time_limit_the_full_model_is_solved_from_the_retimed_plan(
     assert [p.name for p in backend.problems] == ["relax-and-fix", "retime",
                                                   problem.graph.name]
     assert exact.step_seconds < synchronous.step_seconds * (1 - 1e-6)
+
+
+@pytest.mark.highs
+def test_a_plan_the_caller_refuses_falls_back_to_an_earlier_incumbent_of_the_windows(
+        point, small_windows) -> None:  # type: ignore[no-untyped-def]
+    problem, synchronous = point
+    common = dict(costs=problem.costs, formulation="asynchronous", time_limit_seconds=60,
+                  start_plans=[synchronous.plan])
+    best = plan_graph(problem.graph, problem.limited_system, solver=LpOutOfTime(), **common)
+    refused = []
+
+    def fits(plan):  # type: ignore[no-untyped-def]
+        # e.g. packing: here, every plan as fast as the windows' best is refused
+        ok = plan.attributes["objective_seconds"] > best.objective_seconds * (1 + 1e-9)
+        if not ok:
+            refused.append(plan)
+        return ok
+
+    fallback = plan_graph(problem.graph, problem.limited_system, solver=LpOutOfTime(),
+                          fits=fits, **common)
+    assert refused  # the best plan was offered and refused
+    assert fits(fallback.plan)  # an earlier incumbent, verified and simulated
+    assert fallback.objective_seconds > best.objective_seconds
+    assert fallback.step_seconds <= synchronous.step_seconds * (1 + 1e-9)

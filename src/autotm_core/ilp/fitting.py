@@ -185,12 +185,20 @@ def plan_with_addresses(
                                plan_graph_kwargs.get("costs"))
     bound: float | None = None
     result: Any = None
+
+    def packs(plan: Plan) -> bool:
+        """Whether ``plan``'s tensors pack at addresses (lets a round fall back to an
+        earlier plan of its search that does)."""
+        with budget.phase("packing"):
+            return bool(assign_offsets(plan, graph, system, alignment_nbytes=alignment_nbytes).fits)
+
     for number in range(1, max_rounds + 1):
         capacities = {**options.capacities, **{p: tuple(int(v) for v in a)
                                                 for p, a in limits.items()}}
         try:
             result = plan_graph(graph, system, options=attrs.evolve(options, capacities=capacities),
-                                start_plans=previous, budget=budget, **plan_graph_kwargs)
+                                start_plans=previous, budget=budget, fits=packs,
+                                **plan_graph_kwargs)
         except (CapacityError, NoPlanFoundError) as exc:  # NoPlanFound: out of time
             if not limits:
                 raise

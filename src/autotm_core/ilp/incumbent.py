@@ -56,6 +56,9 @@ class RelaxAndFix:
     relaxation's objective as its best bound (so its gap is proven for the full model)."""
     row_duals: Any = None
     """The LP relaxation's row duals, when asked for."""
+    trail: tuple[np.ndarray, ...] = ()
+    """Earlier solutions the search held (windows), oldest first, each slower than
+    :attr:`values`: fallbacks when a later check (e.g. packing) refuses the best."""
 
 
 @attrs.frozen

@@ -86,10 +86,11 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     :func:`time.perf_counter` reading; ``None``: until a pass gains nothing).
 
     ``start`` is a feasible solution of ``index``'s model (one value per column). The
-    result's solve says the best objective found, no bound, the seconds of every solve,
-    and why the search ended: ``time_limit`` at the deadline, else ``unknown`` (a pass
-    gained nothing: not proven optimal). A failing solve ends the search with the best
-    solution found so far; Ctrl-C raises ``KeyboardInterrupt``.
+    result's :attr:`~autotm_core.ilp.incumbent.RelaxAndFix.trail` holds every incumbent
+    it replaced, ``start`` first; its solve says the best objective found, no bound, the
+    seconds of every solve, and why the search ended: ``time_limit`` at the deadline,
+    else ``unknown`` (a pass gained nothing: not proven optimal). A failing solve ends
+    the search with the best solution found so far; Ctrl-C raises ``KeyboardInterrupt``.
     """
     window_kernels = window_kernels or WINDOW_KERNELS  # read now: a caller may change it
     model = _Windows(index, solver)
@@ -100,6 +101,7 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     values = np.asarray(start, dtype=np.float64).copy()
     best = initial = float(model.cost @ values)
     windows, gains = 0, 0
+    trail: list[np.ndarray] = []  # every incumbent replaced, the start first
     tried: set[int] = set()
     gained_in_pass = False
     config = SolverConfig(relative_gap=min(relative_gap, 1e-4), warm_start=True)
@@ -134,12 +136,14 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
         if objective < best * (1 - IMPROVEMENT_TOLERANCE):
             logger.debug("windows: kernels %d-%d: %.6g -> %.6g", first, first + width, best,
                          objective)
+            trail.append(values)
             values, best = candidate, objective
             gains += 1
             gained_in_pass = True
     logger.info("windows: %d solved, %d improved the incumbent: objective %.6g -> %.6g",
                 windows, gains, initial, best)
-    return RelaxAndFix(values=values, result=model.result(best, termination))
+    return RelaxAndFix(values=values, result=model.result(best, termination),
+                       trail=tuple(trail))
 
 
 class _Windows:
