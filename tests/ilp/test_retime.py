@@ -10,7 +10,6 @@ import attrs
 import numpy as np
 import pytest
 
-from autotm_core.ilp import neighbourhood
 from autotm_core.ilp.planner import plan_graph
 from autotm_core.planning import load_problem, plan
 from autotm_core.plans import MoveKind
@@ -40,14 +39,8 @@ def point():  # type: ignore[no-untyped-def]
     return problem, plan(problem, "synchronous", addresses=False)
 
 
-@pytest.fixture
-def small_windows(monkeypatch):  # type: ignore[no-untyped-def]
-    """Windows of 4 kernels (chain-3 has 10; the default window would be the whole model)."""
-    monkeypatch.setattr(neighbourhood, "WINDOW_KERNELS", 4)
-
-
 @pytest.mark.highs
-def test_a_relaxation_out_of_time_improves_the_held_plan(point, small_windows) -> None:  # type: ignore[no-untyped-def]
+def test_a_relaxation_out_of_time_improves_the_held_plan(point) -> None:  # type: ignore[no-untyped-def]
     problem, synchronous = point
     backend = LpOutOfTime()
     result = plan_graph(problem.graph, problem.limited_system, costs=problem.costs,
@@ -81,7 +74,7 @@ def test_without_a_time_limit_the_full_model_is_solved_from_the_retimed_plan(
 
 @pytest.mark.highs
 def test_a_plan_the_caller_refuses_falls_back_to_an_earlier_incumbent_of_the_windows(
-        point, small_windows) -> None:  # type: ignore[no-untyped-def]
+        point) -> None:  # type: ignore[no-untyped-def]
     problem, synchronous = point
     common = dict(costs=problem.costs, formulation="asynchronous", time_limit_seconds=60,
                   start_plans=[synchronous.plan])

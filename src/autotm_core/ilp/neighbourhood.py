@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -97,7 +97,6 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     n = model.n
     width = max(1, min(window_kernels, n // MODEL_WINDOWS))
     starts = sorted({*range(0, n - width + 1, max(1, width // 2)), n - width}) if n > width else []
-    scorer = _Scorer(index, model.problem.col_lower, model.cost, model.kind, model.anchor, n)
     values = np.asarray(start, dtype=np.float64).copy()
     best = initial = float(model.cost @ values)
     windows, gains = 0, 0
@@ -118,7 +117,7 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
             tried.clear()
             gained_in_pass = False
             continue
-        score = scorer.cumulative(values)
+        score = model.scores(values)
         first = max(untried, key=lambda s: score[s + width] - score[s])
         tried.add(first)
         limit = window_seconds if left is None else min(window_seconds, left)
@@ -165,6 +164,17 @@ class _Windows:
         self.n = self.layout.n_kernels
         self.handoff_seconds = self.solve_seconds = 0.0
         self.version = ""
+        self.times = np.asarray(index.kernel_time_vars, dtype=np.int64)
+        self.time_floor = np.asarray(self.problem.col_lower, dtype=np.float64)[self.times]
+        self.copies = np.flatnonzero((self.kind == EDGE) & (self.cost != 0))
+
+    def scores(self, values: np.ndarray) -> np.ndarray:
+        """What windows could gain under ``values``, as a running sum from kernel 0 (``n +
+        1`` entries): per kernel, its time over its lower bound plus the synchronous copies
+        anchored at it (objective units)."""
+        score = values[self.times] - self.time_floor
+        np.add.at(score, self.anchor[self.copies], self.cost[self.copies] * values[self.copies])
+        return np.concatenate([[0.0], np.cumsum(score)])
 
     def solve(self, values: np.ndarray, first: int, last: int,
               config: SolverConfig) -> np.ndarray | None:
@@ -207,25 +217,6 @@ class _Windows:
                            handoff_seconds=self.handoff_seconds,
                            solve_seconds=self.solve_seconds, n_variables=lp.n_vars,
                            n_binaries=lp.n_binaries, n_constraints=lp.n_rows)
-
-
-class _Scorer:
-    """What each window could gain under a solution: per kernel, its time over its lower
-    bound plus the synchronous copies anchored at it (objective units), summed."""
-
-    def __init__(self, index: ModelIndex, col_lower: Any, cost: np.ndarray, kind: np.ndarray,
-                 anchor: np.ndarray, n: int) -> None:
-        self.times = np.asarray(index.kernel_time_vars, dtype=np.int64)
-        self.lower = np.asarray(col_lower, dtype=np.float64)[self.times]
-        self.copies = np.flatnonzero((kind == EDGE) & (cost != 0))
-        self.copy_cost, self.copy_anchor = cost[self.copies], anchor[self.copies]
-        self.n = n
-
-    def cumulative(self, values: np.ndarray) -> np.ndarray:
-        """The scores' running sum from kernel 0 (``n + 1`` entries)."""
-        score = values[self.times] - self.lower
-        np.add.at(score, self.copy_anchor, self.copy_cost * values[self.copies])
-        return np.concatenate([[0.0], np.cumsum(score)])
 
 
 __all__ = ["MIN_SEARCH_SECONDS", "WINDOW_KERNELS", "WINDOW_SECONDS", "improve_by_windows"]

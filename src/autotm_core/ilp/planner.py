@@ -244,10 +244,19 @@ def plan_graph(
         # 4:1, --time-limit 60: the best of them overflowed the packing by 390 MiB, and the
         # tightened round found nothing better than the synchronous plan
         earlier = ([] if values is rf.values else [rf.values]) + list(reversed(rf.trail))
+        # not the solver's answer: an optimum (within the gap) the last solve proved is not
+        # this plan's (the bound still holds: it bounds every plan of the model)
+        found = result
+        if result.termination in (TerminationCondition.OPTIMAL,
+                                  TerminationCondition.GAP_REACHED):
+            termination, status = settle_status(TerminationCondition.UNKNOWN,
+                                                has_solution=True, objective=None,
+                                                best_bound=None)
+            found = attrs.evolve(result, termination=termination, status=status)
         for fallback in earlier:
             if budget.deadline is not None and time.perf_counter() > budget.deadline + reserve:
                 break  # checking them may take the time kept for checking, no more
-            candidate = _checked(index, fallback, result, graph, system, costs, options,
+            candidate = _checked(index, fallback, found, graph, system, costs, options,
                                  start_given=start is not None)
             if fits(candidate.plan):
                 logger.info("the plan failed the caller's test; an earlier incumbent of the "
@@ -381,6 +390,7 @@ def _best_start(index: Any, graph: Graph, system: MemorySystem,
     best, best_cost = first, float("inf")
     if first is not None:
         best_cost = index.lp.objective_value(first)
+
     def candidates() -> Iterator[Plan]:
         yield from start_plans
         try:

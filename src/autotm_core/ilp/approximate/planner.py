@@ -233,50 +233,50 @@ def plan_approximate(
         best.offer(candidate, simulate(candidate, graph, system, costs), source)
 
     start, version = None, ""
-    held, held_plan = None, best.plan
-    if options.formulation is Formulation.ASYNCHRONOUS and held_plan is not None:
-        held = warm_start_from_plan(index, held_plan, graph, system)
-    if held is not None and held_plan is not None and time.perf_counter() < deadline:
-        # asynchronous: the fastest held plan (the synchronous stage's) improved a window of
-        # kernels at a time; an asynchronous stretch's LP relaxation does not pay (chain-700
-        # on gpu-h200 4:1: 594,535 columns, no stretch planned in 27 s)
-        from autotm_core.ilp.neighbourhood import improve_by_windows
+    if time.perf_counter() < deadline:
+        solve_started = time.perf_counter()
+        reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
+        held_plan = best.plan
+        held = (warm_start_from_plan(index, held_plan, graph, system)
+                if options.formulation is Formulation.ASYNCHRONOUS and held_plan is not None
+                else None)
+        target, row_duals = None, None  # what the Lagrangian bound aims at and starts from
+        if held is not None and held_plan is not None:
+            # asynchronous: the fastest held plan (the synchronous stage's) improved a window
+            # of kernels at a time; an asynchronous stretch's LP relaxation does not pay
+            # (chain-700 on gpu-h200 4:1: 594,535 columns, no stretch planned in 27 s)
+            from autotm_core.ilp.neighbourhood import improve_by_windows
 
-        solve_started = time.perf_counter()
-        reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
-        improved = improve_by_windows(index, held, solver=backend, deadline=deadline - reserve,
-                                      relative_gap=relative_gap)
-        version = improved.result.solver_version
-        termination = f"windows improved the held plan ({improved.result.termination.value})"
-        consider(improved.values, "windows", {"held_plan": held_plan.planner})
-        assert best.simulation is not None  # the held plan's at least
-        target = float(best.simulation.step_seconds) / index.seconds_per_unit
-        priced = lagrangian_bound(layout, problem, target=target,
-                                  deadline=deadline - FINISH_SECONDS,
-                                  max_iterations=LAGRANGIAN_STEPS)
-        if index.objective_seconds(priced.objective) > bound:
-            bound, bound_source = index.objective_seconds(priced.objective), "lagrangian"
-        full_solve = False  # its root is the LP relaxation the windows avoid
-        solve_seconds += time.perf_counter() - solve_started
-    elif time.perf_counter() < deadline:
-        solve_started = time.perf_counter()
-        reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
-        stretched = rolling_plan(layout, problem, solver=backend, core_kernels=stretch_kernels,
-                                 margin_kernels=MARGIN_KERNELS, relative_gap=relative_gap,
-                                 deadline=deadline - reserve)
-        if stretched is not None:
-            termination = "stretches planned"
-            if stretched.planned_kernels < len(graph.kernels):
-                termination = (f"stretches planned to kernel {stretched.planned_kernels:,}, "
-                               "the rest in the slowest pool (out of time)")
-            else:
-                start = stretched.values
-            consider(stretched.values, "rolling", {"stretch_kernels": stretch_kernels,
-                                                   "planned_kernels": stretched.planned_kernels})
-            target = (float(problem.cost @ stretched.values) if best.simulation is None
-                      else float(best.simulation.step_seconds) / index.seconds_per_unit)
-            priced = lagrangian_bound(layout, problem, target=target,
-                                      row_duals=stretched.row_duals,
+            improved = improve_by_windows(index, held, solver=backend,
+                                          deadline=deadline - reserve,
+                                          relative_gap=relative_gap)
+            version = improved.result.solver_version
+            termination = ("windows improved the held plan "
+                           f"({improved.result.termination.value})")
+            consider(improved.values, "windows", {"held_plan": held_plan.planner})
+            assert best.simulation is not None  # the held plan's at least
+            target = float(best.simulation.step_seconds) / index.seconds_per_unit
+            full_solve = False  # its root is the LP relaxation the windows avoid
+        else:
+            stretched = rolling_plan(layout, problem, solver=backend,
+                                     core_kernels=stretch_kernels,
+                                     margin_kernels=MARGIN_KERNELS, relative_gap=relative_gap,
+                                     deadline=deadline - reserve)
+            if stretched is not None:
+                termination = "stretches planned"
+                if stretched.planned_kernels < len(graph.kernels):
+                    termination = (f"stretches planned to kernel {stretched.planned_kernels:,}, "
+                                   "the rest in the slowest pool (out of time)")
+                else:
+                    start = stretched.values
+                consider(stretched.values, "rolling", {
+                    "stretch_kernels": stretch_kernels,
+                    "planned_kernels": stretched.planned_kernels})
+                target = (float(problem.cost @ stretched.values) if best.simulation is None
+                          else float(best.simulation.step_seconds) / index.seconds_per_unit)
+                row_duals = stretched.row_duals
+        if target is not None:
+            priced = lagrangian_bound(layout, problem, target=target, row_duals=row_duals,
                                       deadline=deadline - FINISH_SECONDS,
                                       max_iterations=FULL_SOLVE_LAGRANGIAN_STEPS if full_solve
                                       else LAGRANGIAN_STEPS)
