@@ -1,41 +1,63 @@
 """A physical lower bound on the step time: seconds no plan of a problem can beat.
 
-Two facts hold for every plan, whatever the formulation that made it:
+Facts that hold for every plan, whatever the formulation that made it, on the timeline
+the simulator prices (kernels one after another; synchronous copies between them;
+asynchronous copies and a kernel's own remote accesses during a kernel):
 
-- **Compute.** A kernel never runs faster than with every tensor in the fastest pool,
-  so the step takes at least the all-fast time (:attr:`Problem.all_fast_seconds`).
-- **Traffic.** At a kernel whose live bytes exceed the fastest pool's capacity, the
-  tensors making up the excess live outside it. Such a tensor crossed *out* of the
-  fastest pool (written there by its producer, or evicted) unless it existed before
-  the step, and it crosses back *in* (read from there, or fetched) when a kernel reads
-  it later. The least bytes that must cross each way is a covering problem: choose
-  tensors (each at most once per stretch of its life) whose bytes cover every kernel's
-  excess. Its LP relaxation is a lower bound on the bytes of any plan; the step takes
-  at least those bytes over the fastest rate that can move them.
+- **Compute.** A kernel never runs faster than its fastest configuration, so the step
+  takes at least the all-fast time (:attr:`Problem.all_fast_seconds`), and any run of
+  kernels at least the sum of their fastest times.
+- **Traffic.** At a kernel whose live bytes exceed the fastest pool's capacity, tensors
+  making up the excess have no residency in it there. Such a tensor, if produced in the
+  step, crossed *out* (written there by its producer, or evicted) by the end of the
+  first such kernel; the bound counts that once (a copy outside stays valid until the
+  tensor is written again). If a kernel reads it at or after such a kernel, it crosses
+  back *in* (fetched, or read from there) after the kernel before that one ends.
+- **Order.** Split the step after any kernel: before the split run the kernels up to it
+  and every crossing out that they need; after it, the other kernels and every crossing
+  in needed from the next kernel on. Each side lasts at least its compute and at least
+  its crossings over the fastest rate, and the step at least the two sides together.
+  So the evictions a forward pass needs and the fetches its backward pass needs cannot
+  hide behind each other, even on a duplex link.
+
+With ``x[t, k]`` the fraction of tensor ``t`` outside the fastest pool at kernel ``k``
+(over-capacity kernels only), the bytes out by kernel ``k`` are at least
+``max(x[t, k'] for k' <= k)`` and the bytes in from ``k`` on at least
+``max(x[t, k'] for k' >= k)`` over kernels with a read ahead. The LP relaxation that
+covers every kernel's excess and minimises the largest split is a lower bound on every
+plan's step: a plan's own residencies give a feasible point no longer than its step.
+To keep it small, tensors far smaller than the excess are taken as free to be outside,
+and on large graphs only the neediest over-capacity kernels keep their rows
+(:data:`SMALL_TENSOR_FRACTION`, :data:`MAX_LP_PAIRS`): both weaken it, neither makes it
+wrong. HiGHS's interior-point method solves it (2-20 s on the paper's networks, where
+its dual simplex took 50-320 s).
 
 The rates are upper bounds on the system's: per pool, the faster of a blocking copy
 and an overlapping copy plus the kernels' own accesses (these run side by side unless
 the link carries the kernels' traffic; see
 :attr:`~autotm_core.memory.CopyLink.kernel_traffic`), summed over the pools. The two
-directions count separately (as if each had its own channel); the step is no
-shorter than either, nor than compute. Copies overlap compute at best, so the
-bound is the largest of the three, not their sum.
+directions count separately (as if each had its own channel).
 
-It ignores page rounding, pinned tensors and the kernels' own slowdown from slow
-operands, each of which only raises the true optimum: it is valid, not tight.
+It ignores page rounding, pinned tensors, the kernels' own slowdown from slow operands,
+copies that cannot overlap each other and the deadline of each fetch (before the read),
+each of which only raises the true optimum: it is valid, not tight.
 """
 
 from __future__ import annotations
 
+import logging
+
 import attrs
 import numpy as np
+from scipy import sparse
 
+from autotm_core.arrays import FloatArray, IntArray
+from autotm_core.costs.model import KernelCosts
 from autotm_core.ir.liveness import Liveness
 from autotm_core.memory import MemorySystem
 from autotm_core.planning.problem import Problem
 
-_GB = 1e9
-"""Bytes are scaled to gigabytes in the covering LP (coefficients near 1)."""
+logger = logging.getLogger(__name__)
 
 
 @attrs.frozen(kw_only=True)
@@ -44,16 +66,16 @@ class LowerBound:
 
     compute_seconds: float
     """The all-fast step time (0 when the costs cannot price it)."""
-    bytes_in: float
-    """Least bytes that must cross into the fastest pool (LP relaxation)."""
-    bytes_out: float
-    """Least bytes that must cross out of it (same LP solution)."""
     rate_in: float
     """Fastest rate bytes can cross in, bytes per second (0: no other pool)."""
     rate_out: float
     """Fastest rate bytes can cross out, bytes per second."""
     traffic_seconds: float
-    """The least time the crossings take, the slower direction's."""
+    """The least time the crossings take with the compute they cannot hide behind: the
+    largest split of the step (see the module docstring); 0 without an excess."""
+    split_after: int
+    """The kernel after which the largest split falls (-1: before the first kernel; the
+    last kernel's position: after it; either means one direction alone binds)."""
 
     @property
     def seconds(self) -> float:
@@ -69,11 +91,12 @@ def physical_lower_bound(problem: Problem) -> LowerBound:
     capacity = system.fast.capacity_nbytes
     liveness = problem.graph.liveness
     if capacity is None or rate_in <= 0 or rate_out <= 0:
-        return LowerBound(compute_seconds=compute, bytes_in=0.0, bytes_out=0.0,
-                          rate_in=rate_in, rate_out=rate_out, traffic_seconds=0.0)
-    bytes_in, bytes_out, seconds = _least_crossings(liveness, capacity, rate_in, rate_out)
-    return LowerBound(compute_seconds=compute, bytes_in=bytes_in, bytes_out=bytes_out,
-                      rate_in=rate_in, rate_out=rate_out, traffic_seconds=seconds)
+        return LowerBound(compute_seconds=compute, rate_in=rate_in, rate_out=rate_out,
+                          traffic_seconds=0.0, split_after=-1)
+    seconds, split_after = _least_split(liveness, capacity, rate_in, rate_out,
+                                        least_kernel_seconds(problem.costs, liveness.n_kernels))
+    return LowerBound(compute_seconds=compute, rate_in=rate_in, rate_out=rate_out,
+                      traffic_seconds=seconds, split_after=split_after)
 
 
 def crossing_rates(system: MemorySystem) -> tuple[float, float]:
@@ -90,72 +113,227 @@ def crossing_rates(system: MemorySystem) -> tuple[float, float]:
     return rate_in, rate_out
 
 
-def _least_crossings(liveness: Liveness, capacity: int, rate_in: float,
-                     rate_out: float) -> tuple[float, float, float]:
-    """Bytes in and out of the LP relaxation's covering (see the module docstring) that
-    minimises the slower direction's time, and that time."""
-    from scipy import sparse
+def least_kernel_seconds(costs: KernelCosts, n_kernels: int) -> FloatArray:
+    """``(n_kernels,)`` seconds no configuration of each kernel beats (0 for a kernel the
+    costs give no configuration)."""
+    separable = costs.separable()
+    if separable is not None:
+        # each term at its cheapest pool per tensor: no configuration's max of terms is less
+        cheapest = separable.coefficients.min(axis=2)  # (n_entries, n_terms)
+        sums = np.zeros_like(separable.constants)
+        owner = np.repeat(np.arange(separable.n_kernels), np.diff(separable.kernel_ptr))
+        np.add.at(sums, owner, cheapest)
+        return np.asarray((separable.constants + sums).max(axis=1), dtype=np.float64)
+    tables = (costs.table(k).seconds for k in range(n_kernels))
+    return np.array([float(seconds.min()) if len(seconds) else 0.0 for seconds in tables],
+                    dtype=np.float64)
+
+
+SMALL_TENSOR_FRACTION = 1e-4
+"""Tensors smaller than this fraction of the largest excess enter the LP as free to be
+outside (their crossings cost nothing): a relaxation, so still a bound, with fewer
+columns and coefficients the solver does not drop as zeros."""
+MAX_LP_PAIRS = 20_000
+"""Most (tensor, kernel) columns of the LP. Beyond, it keeps the rows of fewer
+over-capacity kernels: the one with the largest excess in each of as many runs of
+consecutive ones as fit. Dropping rows gives a weaker bound, never a wrong one."""
+
+
+def _least_split(liveness: Liveness, capacity: int, rate_in: float, rate_out: float,
+                 kernel_seconds: FloatArray) -> tuple[float, int]:
+    """The LP of the module docstring: the least largest split's seconds, and the kernel
+    after which it falls (0 seconds without an excess)."""
     from scipy.optimize import linprog
 
+    none = (0.0, -1)
+    n_kernels = liveness.n_kernels
     excess = (liveness.live_nbytes - capacity).astype(np.float64)
-    over = np.flatnonzero(excess > 0)
-    if not len(over):
-        return 0.0, 0.0, 0.0
-    n_tensors = len(liveness.nbytes)
-    # each tensor's last read: it crosses in when it is outside the fast pool before it
+    if not n_kernels or excess.max() <= 0:
+        return none
+    # units near 1 for the solver's tolerances: bytes in the largest excess, seconds in
+    # the longer of the compute and that excess's crossing
+    unit_nbytes = float(excess.max())
+    compute_before = np.concatenate([[0.0], np.cumsum(kernel_seconds)])
+    compute_after = compute_before[-1] - compute_before
+    unit_seconds = max(float(compute_before[-1]), unit_nbytes / min(rate_in, rate_out))
+    first, last = liveness.first.astype(np.int64), liveness.last.astype(np.int64)
+    small = liveness.nbytes < unit_nbytes * SMALL_TENSOR_FRACTION
+    small_live = np.zeros(n_kernels + 1)
+    np.add.at(small_live, first[small], liveness.nbytes[small])
+    np.add.at(small_live, last[small] + 1, -liveness.nbytes[small])
+    need = excess - np.cumsum(small_live)[:n_kernels]
+    if need.max() <= 0:
+        return none
+
+    # each tensor's life in two segments: while a read is ahead (it crosses back in
+    # too), and after its last read; segments by tensor, then time
     entry_kernel = liveness.entry_kernels()
     reads = np.asarray(liveness.kernel_reads, dtype=bool)
+    n_tensors = len(liveness.nbytes)
     last_read = np.full(n_tensors, -1, dtype=np.int64)
     np.maximum.at(last_read, liveness.kernel_tensors[reads], entry_kernel[reads])
-    first, last = liveness.first.astype(np.int64), liveness.last.astype(np.int64)
-    produced = liveness.producer >= 0
-    size = liveness.nbytes.astype(np.float64) / _GB
-    # Columns: x_read[t] (outside while a read is ahead: in and, if produced, out),
-    # x_tail[t] (outside after its last read: out if produced), y[t] (outside at all:
-    # out once), z (the slower direction's seconds).
-    read_lo, read_hi = first, np.minimum(last, last_read)
-    tail_lo, tail_hi = np.maximum(first, last_read + 1), last
-    row_of = np.full(liveness.n_kernels, -1, dtype=np.int64)
-    row_of[over] = np.arange(len(over))
-    rows, cols, vals = [], [], []
-    for block, (lo, hi) in enumerate(((read_lo, read_hi), (tail_lo, tail_hi))):
-        span = np.maximum(hi - lo + 1, 0)
-        tensor = np.repeat(np.arange(n_tensors), span)
-        kernel = np.repeat(lo, span) + _ranks(span)
-        keep = row_of[kernel] >= 0
-        rows.append(row_of[kernel[keep]])
-        cols.append(block * n_tensors + tensor[keep])
-        vals.append(size[tensor[keep]])
-    n_cols = 3 * n_tensors + 1
-    cover = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
-                                                      np.concatenate(cols))),
-                              shape=(len(over), n_cols))
-    t = np.arange(n_tensors)
-    # y >= x_read and y >= x_tail (rows: x - y <= 0)
-    link = sparse.csr_matrix((np.concatenate([np.ones(2 * n_tensors), -np.ones(2 * n_tensors)]),
-                              (np.concatenate([t, n_tensors + t, t, n_tensors + t]),
-                               np.concatenate([t, n_tensors + t, 2 * n_tensors + t,
-                                               2 * n_tensors + t]))),
-                             shape=(2 * n_tensors, n_cols))
-    # each direction's seconds <= z
-    seconds_in = np.zeros(n_cols)
-    seconds_in[:n_tensors] = size * _GB / rate_in
-    seconds_out = np.zeros(n_cols)
-    seconds_out[2 * n_tensors:3 * n_tensors] = np.where(produced, size, 0.0) * _GB / rate_out
-    seconds_in[-1] = seconds_out[-1] = -1.0
-    a_ub = sparse.vstack([-cover, link, sparse.csr_matrix(seconds_in),
-                          sparse.csr_matrix(seconds_out)], format="csr")
-    b_ub = np.concatenate([-excess[over] / _GB, np.zeros(2 * n_tensors + 2)])
+    big = np.flatnonzero(~small)
+    seg_tensor = np.concatenate([big, big])
+    seg_first = np.concatenate([first[big], np.maximum(first[big], last_read[big] + 1)])
+    seg_last = np.concatenate([np.minimum(last[big], last_read[big]), last[big]])
+    seg_ahead = np.arange(2 * len(big)) < len(big)
+    over = _row_kernels(need, seg_first, seg_last)
+    m = len(over)
+    lo = np.searchsorted(over, seg_first, side="left")
+    hi = np.searchsorted(over, seg_last, side="right")
+    keep = hi > lo
+    order = np.lexsort((~seg_ahead[keep], seg_tensor[keep]))
+    seg_tensor, lo, hi = seg_tensor[keep][order], lo[keep][order], hi[keep][order]
+    seg_ahead = seg_ahead[keep][order]
+    span = hi - lo
+    tensor = np.repeat(seg_tensor, span)
+    j = np.repeat(lo, span) + _ranks(span)  # the pair's row: over[j]
+    ahead = np.repeat(seg_ahead, span)
+    n_pairs = len(tensor)
+    pairs = np.arange(n_pairs)
+    read = pairs[ahead]
+    follows = np.flatnonzero(tensor[1:] == tensor[:-1])  # pairs p and p + 1: one tensor
+    size = liveness.nbytes.astype(np.float64) / unit_nbytes
+    out_size = np.where(liveness.producer >= 0, size, 0.0)  # from before the step: never out
+    # Columns: x (outside), c (out so far: nondecreasing, >= x), d (in from here on:
+    # nonincreasing, >= x where a read is ahead); out_by[j] and in_from[j] (bytes);
+    # per split b = -1 .. n-1 its two sides' seconds; the step's z.
+    x, c, d = 0, n_pairs, 2 * n_pairs
+    out_by, in_from = 3 * n_pairs, 3 * n_pairs + m
+    n_splits = n_kernels + 1
+    before, after = 3 * n_pairs + 2 * m, 3 * n_pairs + 2 * m + n_splits
+    z = after + n_splits
+    n_cols = z + 1
+
+    ub = _Rows()
+    r = ub.block(m, -need[over] / unit_nbytes)  # cover every excess
+    ub.add(r + j, x + pairs, -size[tensor])
+    r = ub.block(n_pairs)
+    ub.add(r + pairs, x + pairs, 1.0)
+    ub.add(r + pairs, c + pairs, -1.0)
+    r = ub.block(len(follows))
+    ub.add(r + np.arange(len(follows)), c + follows, 1.0)
+    ub.add(r + np.arange(len(follows)), c + follows + 1, -1.0)
+    r = ub.block(len(read))
+    ub.add(r + np.arange(len(read)), x + read, 1.0)
+    ub.add(r + np.arange(len(read)), d + read, -1.0)
+    r = ub.block(len(follows))
+    ub.add(r + np.arange(len(follows)), d + follows + 1, 1.0)
+    ub.add(r + np.arange(len(follows)), d + follows, -1.0)
+    # split after kernel b: before[b] >= out_by the rows up to b, after[b] >= in_from the
+    # rows after it, z >= before[b] + after[b]
+    splits = np.arange(-1, n_kernels)
+    done = np.searchsorted(over, splits, side="right")  # rows at kernels <= b
+    s_out, s_in = np.flatnonzero(done >= 1), np.flatnonzero(done < m)
+    r = ub.block(len(s_out))
+    ub.add(r + np.arange(len(s_out)), out_by + done[s_out] - 1,
+           unit_nbytes / rate_out / unit_seconds)
+    ub.add(r + np.arange(len(s_out)), before + s_out, -1.0)
+    r = ub.block(len(s_in))
+    ub.add(r + np.arange(len(s_in)), in_from + done[s_in], unit_nbytes / rate_in / unit_seconds)
+    ub.add(r + np.arange(len(s_in)), after + s_in, -1.0)
+    r = ub.block(n_splits)
+    ub.add(r + np.arange(n_splits), before + np.arange(n_splits), 1.0)
+    ub.add(r + np.arange(n_splits), after + np.arange(n_splits), 1.0)
+    ub.add(r + np.arange(n_splits), np.full(n_splits, z), -1.0)
+
+    # out_by[j] - out_by[j-1]: the out first needed at row j; in_from from the end alike
+    eq = _Rows()
+    rows = np.arange(m)
+    r = eq.block(m)
+    eq.add(r + rows, out_by + rows, 1.0)
+    eq.add(r + rows[1:], out_by + rows[:-1], -1.0)
+    eq.add(r + j, c + pairs, -out_size[tensor])
+    eq.add(r + j[follows + 1], c + follows, out_size[tensor[follows]])
+    r = eq.block(m)
+    eq.add(r + rows, in_from + rows, 1.0)
+    eq.add(r + rows[:-1], in_from + rows[1:], -1.0)
+    eq.add(r + j, d + pairs, -size[tensor])
+    eq.add(r + j[follows], d + follows + 1, size[tensor[follows + 1]])
+
+    bounds = np.zeros((n_cols, 2))
+    bounds[:, 1] = np.inf
+    bounds[: 3 * n_pairs, 1] = 1.0
+    bounds[d + pairs[~ahead], 1] = 0.0  # after the last read nothing needs to come back
+    bounds[before: before + n_splits, 0] = compute_before / unit_seconds
+    bounds[after: after + n_splits, 0] = compute_after / unit_seconds
     cost = np.zeros(n_cols)
-    cost[-1] = 1.0
-    bounds = [(0.0, 1.0)] * (3 * n_tensors) + [(0.0, None)]
-    solved = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    cost[z] = 1.0
+    solved = linprog(cost, A_ub=ub.matrix(n_cols), b_ub=ub.rhs(), A_eq=eq.matrix(n_cols),
+                     b_eq=eq.rhs(), bounds=bounds, method="highs-ipm")
     if solved.status != 0:  # infeasible: some excess no tensor can cover (workspace alone)
-        return 0.0, 0.0, 0.0
-    x = solved.x
-    bytes_in = float(size @ x[:n_tensors]) * _GB
-    bytes_out = float(np.where(produced, size, 0.0) @ x[2 * n_tensors:3 * n_tensors]) * _GB
-    return bytes_in, bytes_out, float(solved.fun)
+        if solved.status != 2:
+            logger.warning("the physical bound's LP stopped unsolved (%s): compute alone",
+                           solved.message)
+        return none
+    v = solved.x
+    out_seconds = np.concatenate([[0.0], v[out_by: out_by + m] * unit_nbytes / rate_out])
+    in_seconds = np.concatenate([v[in_from: in_from + m] * unit_nbytes / rate_in, [0.0]])
+    sides = (np.maximum(compute_before, out_seconds[done])
+             + np.maximum(compute_after, in_seconds[done]))
+    return float(solved.fun) * unit_seconds, int(splits[sides.argmax()])
+
+
+def _row_kernels(need: FloatArray, seg_first: IntArray, seg_last: IntArray) -> IntArray:
+    """The kernels whose excess the LP covers, ascending: every one with ``need`` above 0
+    when the (segment, kernel) pairs stay within :data:`MAX_LP_PAIRS`, else the neediest
+    of each of as many runs of consecutive ones as keep them within it."""
+    over = np.flatnonzero(need > 0)
+
+    def neediest(n_runs: int) -> IntArray:
+        run = np.arange(len(over)) * n_runs // len(over)
+        order = np.lexsort((-need[over], run))
+        return np.sort(over[order[np.flatnonzero(np.diff(run[order], prepend=-1))]])
+
+    def n_pairs(rows: IntArray) -> int:
+        return int(np.maximum(np.searchsorted(rows, seg_last, side="right")
+                              - np.searchsorted(rows, seg_first, side="left"), 0).sum())
+
+    if n_pairs(over) <= MAX_LP_PAIRS:
+        return over
+    least, most = 1, len(over) - 1
+    while least < most:  # the most runs whose pairs fit (one run always does)
+        mid = (least + most + 1) // 2
+        if n_pairs(neediest(mid)) <= MAX_LP_PAIRS:
+            least = mid
+        else:
+            most = mid - 1
+    return neediest(least)
+
+
+class _Rows:
+    """Rows of a sparse constraint matrix, added a block at a time."""
+
+    def __init__(self) -> None:
+        self._rows: list[IntArray] = []
+        self._cols: list[IntArray] = []
+        self._vals: list[FloatArray] = []
+        self._rhs: list[FloatArray] = []
+        self._n = 0
+
+    def block(self, n_rows: int, rhs: FloatArray | float = 0.0) -> int:
+        """Open ``n_rows`` rows with right-hand side ``rhs``; the first one's position."""
+        first = self._n
+        self._n += n_rows
+        self._rhs.append(np.broadcast_to(np.asarray(rhs, dtype=np.float64), (n_rows,)))
+        return first
+
+    def add(self, rows: IntArray, cols: IntArray | int, vals: FloatArray | float) -> None:
+        """Add ``vals`` at ``(rows, cols)`` (repeated entries add up)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self._rows.append(rows)
+        self._cols.append(np.broadcast_to(np.asarray(cols, dtype=np.int64), rows.shape))
+        self._vals.append(np.broadcast_to(np.asarray(vals, dtype=np.float64), rows.shape))
+
+    def matrix(self, n_cols: int) -> sparse.csr_matrix:
+        """The rows so far as a CSR matrix."""
+        return sparse.csr_matrix((np.concatenate(self._vals), (np.concatenate(self._rows),
+                                                               np.concatenate(self._cols))),
+                                 shape=(self._n, n_cols))
+
+    def rhs(self) -> FloatArray:
+        """The right-hand sides so far."""
+        return np.concatenate(self._rhs)
 
 
 def _ranks(span: np.ndarray) -> np.ndarray:
@@ -165,4 +343,4 @@ def _ranks(span: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) - starts
 
 
-__all__ = ["LowerBound", "crossing_rates", "physical_lower_bound"]
+__all__ = ["LowerBound", "crossing_rates", "least_kernel_seconds", "physical_lower_bound"]
