@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from autotm_core.ilp import neighbourhood
 from autotm_core.ilp.formulation import build_program
 from autotm_core.ilp.incumbent import retime
 from autotm_core.ilp.neighbourhood import improve_by_windows
@@ -64,3 +65,23 @@ def test_a_passed_deadline_returns_the_start(retimed) -> None:  # type: ignore[n
     assert backend.problems == []
     assert np.array_equal(same.values, start.values)
     assert same.result.termination is TerminationCondition.TIME_LIMIT
+
+
+@pytest.mark.highs
+def test_the_trail_keeps_the_newest_incumbents(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # mlp's synchronous plan (gpu-h200, 4:1): windows of 2 kernels improve it twice
+    problem = load_problem("example:mlp", "gpu-h200", limit="4:1")
+    synchronous = plan(problem, "synchronous", addresses=False)
+    index = build_program(problem.graph, problem.costs, problem.limited_system,
+                          options=FormulationOptions(formulation=Formulation.ASYNCHRONOUS))
+    start = warm_start_from_plan(index, synchronous.plan, problem.graph, problem.limited_system)
+    full = improve_by_windows(index, start, solver=HighsSolver(), deadline=None,
+                              relative_gap=1e-4, window_kernels=2)
+    assert len(full.trail) == 2
+    assert np.array_equal(full.trail[0], start)  # oldest first: the start
+    monkeypatch.setattr(neighbourhood, "TRAIL_LENGTH", 1)
+    short = improve_by_windows(index, start, solver=HighsSolver(), deadline=None,
+                               relative_gap=1e-4, window_kernels=2)
+    assert len(short.trail) == 1  # the newest incumbent replaced: slower than the result
+    kept = index.lp.objective_value(short.trail[0])
+    assert short.result.objective < kept < index.lp.objective_value(start)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 import attrs
@@ -67,6 +68,11 @@ optane-2019 4:1: windows of 30 kernels gained 1.3% in 30 s, of 60 kernels 1.0%).
 WINDOW_SECONDS = 3.0
 """The most one window's solve may take."""
 
+TRAIL_LENGTH = 8
+"""The most replaced incumbents a search keeps as fallbacks, newest: each is a full copy
+of the values (3.5 MB at Inception v4's 441,470 columns; a 60 s search replaced 20-40).
+The one fallback used so far was one step back (VGG-19 b128, optane-2019 4:1)."""
+
 MIN_SEARCH_SECONDS = 5 * WINDOW_SECONDS
 """Callers do not start windows with less time than this: a window or two rarely gain,
 where retiming the whole model does (GPT-2 4 layers b256, gpu-h200 4:1, --time-limit 20:
@@ -86,11 +92,12 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     :func:`time.perf_counter` reading; ``None``: until a pass gains nothing).
 
     ``start`` is a feasible solution of ``index``'s model (one value per column). The
-    result's :attr:`~autotm_core.ilp.incumbent.RelaxAndFix.trail` holds every incumbent
-    it replaced, ``start`` first; its solve says the best objective found, no bound, the
-    seconds of every solve, and why the search ended: ``time_limit`` at the deadline,
-    else ``unknown`` (a pass gained nothing: not proven optimal). A failing solve ends
-    the search with the best solution found so far; Ctrl-C raises ``KeyboardInterrupt``.
+    result's :attr:`~autotm_core.ilp.incumbent.RelaxAndFix.trail` holds the newest
+    :data:`TRAIL_LENGTH` incumbents it replaced, oldest first; its solve says the best
+    objective found, no bound, the seconds of every solve, and why the search ended:
+    ``time_limit`` at the deadline, else ``unknown`` (a pass gained nothing: not proven
+    optimal). A failing solve ends the search with the best solution found so far;
+    Ctrl-C raises ``KeyboardInterrupt``.
     """
     window_kernels = window_kernels or WINDOW_KERNELS  # read now: a caller may change it
     model = _Windows(index, solver)
@@ -100,7 +107,7 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     values = np.asarray(start, dtype=np.float64).copy()
     best = initial = float(model.cost @ values)
     windows, gains = 0, 0
-    trail: list[np.ndarray] = []  # every incumbent replaced, the start first
+    trail: deque[np.ndarray] = deque(maxlen=TRAIL_LENGTH)  # incumbents replaced, oldest first
     tried: set[int] = set()
     gained_in_pass = False
     config = SolverConfig(relative_gap=min(relative_gap, 1e-4), warm_start=True)
