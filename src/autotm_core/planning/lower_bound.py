@@ -158,7 +158,8 @@ def _least_split(liveness: Liveness, capacity: int, rate_in: float, rate_out: fl
     unit_seconds = max(float(compute_before[-1]), unit_nbytes / min(rate_in, rate_out))
     first, last = liveness.first.astype(np.int64), liveness.last.astype(np.int64)
     small = liveness.nbytes < unit_nbytes * SMALL_TENSOR_FRACTION
-    small_live = np.zeros(n_kernels + 1)
+    small_live = np.zeros(n_kernels + 1)  # live bytes of the small ones, as differences
+    small &= last >= first  # a tensor that never exists (empty life) covers nothing
     np.add.at(small_live, first[small], liveness.nbytes[small])
     np.add.at(small_live, last[small] + 1, -liveness.nbytes[small])
     need = excess - np.cumsum(small_live)[:n_kernels]
