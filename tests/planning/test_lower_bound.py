@@ -6,11 +6,13 @@ from __future__ import annotations
 import functools
 
 import attrs
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autotm_core import Graph
+from autotm_core.costs.model import TableCosts
 from autotm_core.examples.networks import training_chain
 from autotm_core.planning import load_problem, lower_bound, plan
 from autotm_core.planning.lower_bound import (
@@ -46,6 +48,17 @@ def test_tiny_graph_by_hand() -> None:
     assert bound.split_after == 1
     assert bound.traffic_seconds == pytest.approx(max(least[:2].sum(), 16 / 8e9) + 150 / 14e9)
     assert bound.seconds == bound.traffic_seconds > max(bound.compute_seconds, 150 / 14e9)
+
+
+def test_least_kernel_seconds_never_exceed_a_configuration() -> None:
+    costs = load_problem(tiny_graph(), tiny_system()).costs
+    separable = costs.separable()
+    assert separable is not None
+    tables = TableCosts(n_pools=costs.n_pools, kernel_ptr=separable.kernel_ptr,
+                        tables=tuple(costs.table(k) for k in range(4)))
+    fastest = np.array([costs.table(k).seconds.min() for k in range(4)])
+    assert np.array_equal(least_kernel_seconds(tables, 4), fastest)
+    assert (least_kernel_seconds(costs, 4) <= fastest * (1 + 1e-12)).all()
 
 
 def test_no_excess_is_compute_alone() -> None:
