@@ -85,3 +85,18 @@ def test_the_trail_keeps_the_newest_incumbents(monkeypatch) -> None:  # type: ig
     assert len(short.trail) == 1  # the newest incumbent replaced: slower than the result
     kept = index.lp.objective_value(short.trail[0])
     assert short.result.objective < kept < index.lp.objective_value(start)
+
+
+@pytest.mark.highs
+def test_gains_the_callers_test_refuses_are_not_taken(retimed) -> None:  # type: ignore[no-untyped-def]
+    index, start = retimed
+    offered = []
+
+    def refuse(values: np.ndarray) -> bool:
+        offered.append(values)
+        return False
+
+    same = improve_by_windows(index, start.values, solver=HighsSolver(), deadline=None,
+                              relative_gap=1e-4, window_kernels=4, accept=refuse)
+    assert offered  # a faster solution was found and held to the test
+    assert np.array_equal(same.values, start.values) and same.trail == ()

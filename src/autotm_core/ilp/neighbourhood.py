@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import attrs
@@ -86,7 +87,8 @@ IMPROVEMENT_TOLERANCE = 1e-7
 def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
                        deadline: float | None, relative_gap: float,
                        window_kernels: int | None = None,
-                       window_seconds: float = WINDOW_SECONDS) -> RelaxAndFix:
+                       window_seconds: float = WINDOW_SECONDS,
+                       accept: Callable[[np.ndarray], bool] | None = None) -> RelaxAndFix:
     """``start`` improved window by window (see the module docstring), ``window_kernels``
     kernels at a time (default :data:`WINDOW_KERNELS`), until ``deadline`` (a
     :func:`time.perf_counter` reading; ``None``: until a pass gains nothing).
@@ -106,7 +108,7 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     starts = sorted({*range(0, n - width + 1, max(1, width // 2)), n - width}) if n > width else []
     values = np.asarray(start, dtype=np.float64).copy()
     best = initial = float(model.cost @ values)
-    windows, gains = 0, 0
+    windows, gains, refused = 0, 0, 0
     trail: deque[np.ndarray] = deque(maxlen=TRAIL_LENGTH)  # incumbents replaced, oldest first
     tried: set[int] = set()
     gained_in_pass = False
@@ -140,14 +142,17 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
             continue
         objective = float(model.cost @ candidate)
         if objective < best * (1 - IMPROVEMENT_TOLERANCE):
+            if accept is not None and not accept(candidate):
+                refused += 1
+                continue
             logger.debug("windows: kernels %d-%d: %.6g -> %.6g", first, first + width, best,
                          objective)
             trail.append(values)
             values, best = candidate, objective
             gains += 1
             gained_in_pass = True
-    logger.info("windows: %d solved, %d improved the incumbent: objective %.6g -> %.6g",
-                windows, gains, initial, best)
+    logger.info("windows: %d solved, %d improved the incumbent (%d more refused by the "
+                "caller's test): objective %.6g -> %.6g", windows, gains, refused, initial, best)
     return RelaxAndFix(values=values, result=model.result(best, termination),
                        trail=tuple(trail))
 

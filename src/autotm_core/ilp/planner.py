@@ -33,6 +33,13 @@ columns, the LP unfinished after 20 s). Below it the LP is cheap (VGG-19 b128: 3
 columns) and its bound can prove the plan within the gap without the full MIP; when it
 still runs out of time, the held plan is improved all the same."""
 
+TEST_EVERY_GAIN_SECONDS = 0.3
+"""Windows hold every gain to the caller's test (``fits`` of :func:`plan_graph`) when the
+test of their start took no longer than this; else only their final plan and its
+fallbacks meet it. VGG-19 b128 on gpu-h200 4:1: decoding and packing took 0.07 s, and
+50 s of windows from the synchronous plan reached 0.974x of it with every gain packing,
+where unchecked windows reached 0.957x but no plan of theirs packed."""
+
 OBJECTIVE_RELATIVE_TOLERANCE = 1e-6
 """Relative difference allowed between the model's objective and the simulated step time."""
 
@@ -114,11 +121,12 @@ def plan_graph(
     where this call records the seconds of its phases.
 
     ``fits`` (when given) is a test the caller will hold the plan to (e.g. that its
-    tensors pack at addresses): when the plan fails it and windows
-    (:mod:`~autotm_core.ilp.neighbourhood`) ran, the fastest of their earlier incumbents
-    that passes is returned instead, while the time limit lasts (the plan itself when
-    none does; checking them may overrun the deadline by the model's build time, the
-    time kept for checking).
+    tensors pack at addresses). A retimed start that fails it is not used. Windows
+    (:mod:`~autotm_core.ilp.neighbourhood`) hold each gain to it when it is quick
+    (:data:`TEST_EVERY_GAIN_SECONDS`); when the plan still fails it, the fastest of
+    their earlier incumbents that passes is returned instead, while the time limit
+    lasts (the plan itself when none does; checking them may overrun the deadline by
+    the model's build time, the time kept for checking).
     """
     from autotm_core.costs import resolve_costs
     from autotm_core.ilp.formulation import build_program
@@ -147,6 +155,7 @@ def plan_graph(
                 index.lp.n_vars, index.lp.n_binaries, index.lp.n_rows, index.lp.n_nonzeros,
                 build_seconds)
 
+    passes = None if fits is None else _values_test(fits, index, graph, system, options)
     rf = None
     start: np.ndarray | None = None
     values: np.ndarray | None
@@ -157,7 +166,7 @@ def plan_graph(
                 and index.lp.n_vars > IMPROVE_ABOVE_COLUMNS)
     if improved:
         start, rf = _improved_start(index, graph, system, start_plans, backend, budget,
-                                    reserve=reserve, relative_gap=relative_gap)
+                                    reserve=reserve, relative_gap=relative_gap, passes=passes)
     # Relax-and-fix on separable costs only: with table costs its fixed MIP's objective
     # was seen to differ from the simulated time by ~1e-7 s (config binaries at tolerance).
     if (warm_start and costs.separable() is not None and start is None
@@ -178,7 +187,8 @@ def plan_graph(
             # its LP relaxation does not fit the time limit either: improve a held plan
             improved = True
             start, rf = _improved_start(index, graph, system, start_plans, backend, budget,
-                                        reserve=reserve, relative_gap=relative_gap)
+                                        reserve=reserve, relative_gap=relative_gap,
+                                        passes=passes)
     if rf is not None and rf.result.gap is not None and rf.result.gap <= relative_gap:
         # proven within the gap by the LP relaxation's bound (relax-and-fix's; an improved
         # held plan has none): no full MIP needed
@@ -199,22 +209,31 @@ def plan_graph(
                                     first=None if rf is None else rf.values, budget=budget,
                                     reserve=reserve)
             if start is not None and options.formulation is Formulation.ASYNCHRONOUS:
+                if passes is not None and not passes(start):
+                    # searches from a start that fails the caller's test stay there
+                    # (VGG-19 b128 gpu-h200 4:1: every plan overflowed the packing by
+                    # 782 MiB): they start from the cheapest held plan instead
+                    with budget.phase("starts"):
+                        held = _best_start(index, graph, system,
+                                           () if improved else start_plans, budget=budget,
+                                           reserve=reserve)
+                    start = start if held is None else held
                 # the start's copies retimed: a better start in seconds (VGG-19 b128
                 # gpu-h200 4:1: the synchronous plan 2.7% faster in 1.4 s)
                 again = _retime(index, start, backend, budget, share=1 / 4, reserve=reserve,
                                 relative_gap=relative_gap)
-                if again is not None:
+                if again is not None and (passes is None or passes(again.values)):
                     start = again.values
-                    if rf is None or again.result.objective < rf.result.objective:
+                    if _replaces(rf, again, passes):
                         rf = again  # what to keep if the full solve loses its start
                 if _time_for_windows(budget, reserve):
                     # then windows, for half the time left: the full MIP of VGG-19 b128
                     # (optane-2019 4:1, 60 s) found nothing better than its start; 30 s of
                     # windows gained 1.3%
                     better = _windows(index, start, backend, budget, reserve=reserve,
-                                      relative_gap=relative_gap, share=1 / 2)
+                                      relative_gap=relative_gap, share=1 / 2, passes=passes)
                     start = better.values
-                    if rf is None or better.result.objective < rf.result.objective:
+                    if _replaces(rf, better, passes):
                         rf = better
         config = SolverConfig(time_limit_seconds=budget.limit(reserve=reserve),
                               relative_gap=relative_gap, log_to_terminal=log_to_terminal,
@@ -267,8 +286,8 @@ def plan_graph(
 
 
 def _improved_start(index: Any, graph: Graph, system: MemorySystem, start_plans: Sequence[Plan],
-                    backend: Solver, budget: Budget, *, reserve: float,
-                    relative_gap: float) -> tuple[Any, Any]:
+                    backend: Solver, budget: Budget, *, reserve: float, relative_gap: float,
+                    passes: Callable[[np.ndarray], bool] | None) -> tuple[Any, Any]:
     """The best held plan's values (``None``: none fits the model) and its improvement
     (``None`` when it found nothing) within the time left: under a time limit, window by
     window (:mod:`~autotm_core.ilp.neighbourhood`; the answer, see :func:`plan_graph`),
@@ -285,11 +304,18 @@ def _improved_start(index: Any, graph: Graph, system: MemorySystem, start_plans:
         # 1:1, --time-limit 120: windows alone 0.867x of the synchronous plan; a third of
         # the time for retiming the whole model first, then windows, 0.939x
         rf = _windows(index, start, backend, budget, reserve=reserve,
-                      relative_gap=relative_gap)
+                      relative_gap=relative_gap, passes=passes)
     else:
         rf = _retime(index, start, backend, budget, share=1.0, reserve=reserve,
                      relative_gap=relative_gap)
     return (start if rf is None else rf.values), rf
+
+
+def _replaces(kept: Any, found: Any, passes: Callable[[np.ndarray], bool] | None) -> bool:
+    """Whether solution ``found`` replaces ``kept`` as the one to fall back on: ``kept`` is
+    none, slower, or fails the caller's test ``passes``."""
+    return (kept is None or found.result.objective < kept.result.objective
+            or (passes is not None and not passes(kept.values)))
 
 
 def _time_for_windows(budget: Budget, reserve: float) -> bool:
@@ -313,24 +339,56 @@ def _retime(index: Any, start: np.ndarray, backend: Solver, budget: Budget, *, s
 
 
 def _windows(index: Any, start: Any, backend: Solver, budget: Budget, *, reserve: float,
-             relative_gap: float, share: float = 1.0) -> Any:
+             relative_gap: float, share: float = 1.0,
+             passes: Callable[[np.ndarray], bool] | None = None) -> Any:
     """:func:`~autotm_core.ilp.neighbourhood.improve_by_windows` of ``start`` (values)
-    within ``share`` of the time left less ``reserve``, recorded as the ``windows`` phase."""
+    within ``share`` of the time left less ``reserve``, recorded as the ``windows`` phase;
+    every gain held to ``passes`` when its test of ``start`` took at most
+    :data:`TEST_EVERY_GAIN_SECONDS`."""
     from autotm_core.ilp.neighbourhood import improve_by_windows
 
-    remaining = budget.remaining()
-    deadline = (None if remaining is None
-                else time.perf_counter() + max(0.0, remaining - reserve) * share)
     with budget.phase("windows"):
+        accept = None
+        if passes is not None:
+            started = time.perf_counter()
+            passes(start)
+            if time.perf_counter() - started <= TEST_EVERY_GAIN_SECONDS:
+                accept = passes
+        remaining = budget.remaining()
+        deadline = (None if remaining is None
+                    else time.perf_counter() + max(0.0, remaining - reserve) * share)
         return improve_by_windows(index, start, solver=backend, deadline=deadline,
-                                  relative_gap=relative_gap)
+                                  relative_gap=relative_gap, accept=accept)
+
+
+def _values_test(fits: Callable[[Plan], bool], index: Any, graph: Graph, system: MemorySystem,
+                 options: FormulationOptions) -> Callable[[np.ndarray], bool]:
+    """``fits`` held to the plan of a solution's values (decoded, not verified)."""
+    from autotm_core.ilp.decode import objective_of, settled_values
+
+    def passes(values: np.ndarray) -> bool:
+        values = settled_values(index, values)
+        return fits(_decoded(index, values, graph, system, options,
+                             {"objective_seconds": objective_of(index, values)}))
+
+    return passes
+
+
+def _decoded(index: Any, values: np.ndarray, graph: Graph, system: MemorySystem,
+             options: FormulationOptions, attributes: dict[str, Any]) -> Plan:
+    """The plan of settled ``values``, carrying ``attributes``."""
+    from autotm_core.ilp.decode import decode_plan
+
+    return decode_plan(index, values, graph, system, planner=f"ilp/{options.formulation.value}",
+                       capacities={p.name: p.capacity_nbytes for p in system.pools},
+                       attributes=attributes)
 
 
 def _checked(index: Any, values: np.ndarray, result: Any, graph: Graph, system: MemorySystem,
              costs: KernelCosts, options: FormulationOptions, *,
              start_given: bool) -> PlanResult:
     """The plan of solved ``values``: decoded, verified, simulated and held to its objective."""
-    from autotm_core.ilp.decode import decode_plan, objective_of, settled_values
+    from autotm_core.ilp.decode import objective_of, settled_values
     from autotm_core.plans.verify import check_plan
     from autotm_core.simulation import simulate
 
@@ -340,18 +398,14 @@ def _checked(index: Any, values: np.ndarray, result: Any, graph: Graph, system: 
     gap = None if result.gap is None or not math.isfinite(result.gap) else result.gap
     if bound is not None and math.isfinite(bound) and objective > 0:
         gap = max(0.0, (objective - bound) / objective)
-    plan = decode_plan(
-        index, values, graph, system, planner=f"ilp/{options.formulation.value}",
-        capacities={p.name: p.capacity_nbytes for p in system.pools},
-        attributes={
-            "objective_seconds": objective,
-            "bound_seconds": bound,
-            "gap": gap,
-            "solver": result.solver_name,
-            "termination": result.termination.value,
-            "options": options.to_json(),
-        },
-    )
+    plan = _decoded(index, values, graph, system, options, {
+        "objective_seconds": objective,
+        "bound_seconds": bound,
+        "gap": gap,
+        "solver": result.solver_name,
+        "termination": result.termination.value,
+        "options": options.to_json(),
+    })
     check_plan(plan, graph, system)
     simulation = simulate(plan, graph, system, costs)
     check_objective(objective_seconds=objective,
