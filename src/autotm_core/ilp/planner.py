@@ -155,7 +155,7 @@ def plan_graph(
                 index.lp.n_vars, index.lp.n_binaries, index.lp.n_rows, index.lp.n_nonzeros,
                 build_seconds)
 
-    passes = None if fits is None else _values_test(fits, index, graph, system, options)
+    passes = None if fits is None else _ValuesTest(fits, index, graph, system, options)
     rf = None
     start: np.ndarray | None = None
     values: np.ndarray | None
@@ -287,7 +287,7 @@ def plan_graph(
 
 def _improved_start(index: Any, graph: Graph, system: MemorySystem, start_plans: Sequence[Plan],
                     backend: Solver, budget: Budget, *, reserve: float, relative_gap: float,
-                    passes: Callable[[np.ndarray], bool] | None) -> tuple[Any, Any]:
+                    passes: _ValuesTest | None) -> tuple[Any, Any]:
     """The best held plan's values (``None``: none fits the model) and its improvement
     (``None`` when it found nothing) within the time left: under a time limit, window by
     window (:mod:`~autotm_core.ilp.neighbourhood`; the answer, see :func:`plan_graph`),
@@ -311,7 +311,7 @@ def _improved_start(index: Any, graph: Graph, system: MemorySystem, start_plans:
     return (start if rf is None else rf.values), rf
 
 
-def _replaces(kept: Any, found: Any, passes: Callable[[np.ndarray], bool] | None) -> bool:
+def _replaces(kept: Any, found: Any, passes: _ValuesTest | None) -> bool:
     """Whether solution ``found`` replaces ``kept`` as the one to fall back on: ``kept`` is
     none, slower, or fails the caller's test ``passes``."""
     return (kept is None or found.result.objective < kept.result.objective
@@ -340,7 +340,7 @@ def _retime(index: Any, start: np.ndarray, backend: Solver, budget: Budget, *, s
 
 def _windows(index: Any, start: Any, backend: Solver, budget: Budget, *, reserve: float,
              relative_gap: float, share: float = 1.0,
-             passes: Callable[[np.ndarray], bool] | None = None) -> Any:
+             passes: _ValuesTest | None = None) -> Any:
     """:func:`~autotm_core.ilp.neighbourhood.improve_by_windows` of ``start`` (values)
     within ``share`` of the time left less ``reserve``, recorded as the ``windows`` phase;
     every gain held to ``passes`` when its test of ``start`` took at most
@@ -350,9 +350,8 @@ def _windows(index: Any, start: Any, backend: Solver, budget: Budget, *, reserve
     with budget.phase("windows"):
         accept = None
         if passes is not None:
-            started = time.perf_counter()
-            passes(start)
-            if time.perf_counter() - started <= TEST_EVERY_GAIN_SECONDS:
+            passes(start)  # (its verdict aside, how long a test takes)
+            if passes.seconds <= TEST_EVERY_GAIN_SECONDS:
                 accept = passes
         remaining = budget.remaining()
         deadline = (None if remaining is None
@@ -361,17 +360,35 @@ def _windows(index: Any, start: Any, backend: Solver, budget: Budget, *, reserve
                                   relative_gap=relative_gap, accept=accept)
 
 
-def _values_test(fits: Callable[[Plan], bool], index: Any, graph: Graph, system: MemorySystem,
-                 options: FormulationOptions) -> Callable[[np.ndarray], bool]:
-    """``fits`` held to the plan of a solution's values (decoded, not verified)."""
-    from autotm_core.ilp.decode import objective_of, settled_values
+class _ValuesTest:
+    """``fits`` held to the plan of a solution's values (decoded, not verified). The
+    verdicts of the last few arrays tested are kept (by identity: a start is tested
+    before retiming, before windows and as the solution kept), and :attr:`seconds` is
+    how long the last real test took."""
 
-    def passes(values: np.ndarray) -> bool:
-        values = settled_values(index, values)
-        return fits(_decoded(index, values, graph, system, options,
-                             {"objective_seconds": objective_of(index, values)}))
+    REMEMBERED = 4
 
-    return passes
+    def __init__(self, fits: Callable[[Plan], bool], index: Any, graph: Graph,
+                 system: MemorySystem, options: FormulationOptions) -> None:
+        self._fits, self._index, self._graph = fits, index, graph
+        self._system, self._options = system, options
+        self._verdicts: list[tuple[np.ndarray, bool]] = []
+        self.seconds = 0.0
+
+    def __call__(self, values: np.ndarray) -> bool:
+        from autotm_core.ilp.decode import objective_of, settled_values
+
+        for known, verdict in self._verdicts:
+            if known is values:
+                return verdict
+        started = time.perf_counter()
+        settled = settled_values(self._index, values)
+        verdict = self._fits(_decoded(self._index, settled, self._graph, self._system,
+                                      self._options,
+                                      {"objective_seconds": objective_of(self._index, settled)}))
+        self.seconds = time.perf_counter() - started
+        self._verdicts = [*self._verdicts[-(self.REMEMBERED - 1):], (values, verdict)]
+        return verdict
 
 
 def _decoded(index: Any, values: np.ndarray, graph: Graph, system: MemorySystem,
