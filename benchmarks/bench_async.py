@@ -24,7 +24,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from autotm_core.planning import load_problem, plan
+from autotm_core.planning import PlanSettings, load_problem, plan
 from autotm_core.planning.lower_bound import physical_lower_bound
 
 CELLS = {
@@ -45,7 +45,7 @@ def bench(name: str, *, time_limit: float) -> dict[str, object]:
     out: dict[str, object] = {"cell": name, "kernels": len(problem.graph.kernels)}
     for planner in ("synchronous", "asynchronous"):
         started = time.perf_counter()
-        outcome = plan(problem, planner, time_limit_seconds=time_limit)
+        outcome = plan(problem, planner, PlanSettings(time_limit_seconds=time_limit))
         out[planner] = outcome.step_seconds
         out[f"{planner}_wall"] = time.perf_counter() - started
         out[f"{planner}_source"] = outcome.source

@@ -20,7 +20,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from autotm_core.planning import load_problem, plan
+from autotm_core.planning import PlanSettings, load_problem, plan
 
 DEFAULT_GRAPHS = ("example:chain-333", "example:chain-1666", "zoo:densenet121", "zoo:densenet264")
 """About 1,000 and 5,000 kernels of the synthetic chain; the zoo's 1,396 and 3,052 kernels."""
@@ -30,8 +30,8 @@ def bench(source: str, *, ratio: str, time_limit: float | None, gap: float) -> d
     """Plan ``source`` exactly, with addresses, as ``solve --mode exact`` does, and measure it."""
     problem = load_problem(source, "optane-2019", limit=ratio)
     started = time.perf_counter()
-    outcome = plan(problem, "synchronous", mode="exact", relative_gap=gap,
-                   time_limit_seconds=time_limit)
+    outcome = plan(problem, "synchronous",
+                   PlanSettings(mode="exact", relative_gap=gap, time_limit_seconds=time_limit))
     total = time.perf_counter() - started
     greedy = plan(problem, "greedy")
     solve, model, addresses = outcome.solve, outcome.model, outcome.addresses

@@ -41,7 +41,7 @@ from autotm_core.examples.networks import training_chain
 from autotm_core.ilp.formulation import build_program
 from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
 from autotm_core.ilp.options import FormulationOptions
-from autotm_core.planning import load_problem, plan
+from autotm_core.planning import PlanSettings, load_problem, plan
 from autotm_core.presets import preset
 from autotm_core.solvers.pyomo import to_pyomo
 from autotm_core.sources import load_source
@@ -68,8 +68,9 @@ def run(source: str, ratio: str, time_limit: float, pyomo: bool) -> dict[str, ob
         pyomo_seconds = time.perf_counter() - started
     del index
     started = time.perf_counter()
-    outcome = plan(problem, "synchronous", mode="exact", addresses=False,
-                   time_limit_seconds=time_limit, relative_gap=0.01)
+    outcome = plan(problem, "synchronous",
+                   PlanSettings(mode="exact", addresses=False, time_limit_seconds=time_limit,
+                                relative_gap=0.01))
     total = time.perf_counter() - started
     greedy = plan(problem, "greedy")
     solve, model = outcome.solve, outcome.model

@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+from autotm_core.planning import PlanSettings
+
 DEFAULT_SOURCES = ["chain:1000", "chain:5000", "chain:20000"]
 
 
@@ -63,7 +65,8 @@ def measure(source: str, ratio: str, budget: float, exact: float | None) -> dict
         from autotm_core.planning import load_problem, plan
 
         best = plan(load_problem(graph, system, limit=str(capacity)), "synchronous",
-                    mode="exact", addresses=False, relative_gap=0.001, time_limit_seconds=exact)
+                    PlanSettings(mode="exact", addresses=False, relative_gap=0.001,
+                                 time_limit_seconds=exact))
         assert best.solve is not None
         row["vs_exact"] = result.step_seconds / best.step_seconds
         row["exact_term"] = best.solve.termination

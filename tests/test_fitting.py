@@ -11,6 +11,7 @@ from autotm_core.errors import CapacityError, UsageError
 from autotm_core.examples.networks import training_chain
 from autotm_core.ilp.fitting import plan_with_addresses, tighten
 from autotm_core.ilp.options import FormulationOptions
+from autotm_core.ilp.search import Origin, Source
 from autotm_core.plans import verify_plan
 from autotm_core.presets import preset
 
@@ -76,7 +77,7 @@ def test_overflowing_plan_is_re_solved_until_it_fits() -> None:
 @pytest.mark.slow
 def test_a_plan_that_packs_at_once_takes_one_round() -> None:
     graph = training_chain(4)
-    fitted = autotm_core.plan_with_addresses(
+    fitted = plan_with_addresses(
         graph, SYSTEM, fast_capacity_nbytes=fast_capacity(graph, ratio="4:1"))
     assert fitted.fits and len(fitted.rounds) == 1 and fitted.limits == {}
     assert not fitted.interrupted
@@ -102,7 +103,7 @@ def test_the_bound_is_the_first_rounds_and_the_source_the_last_round() -> None:
 
     kwargs = _coarse()
     fitted = plan_with_addresses(**kwargs)
-    assert len(fitted.rounds) >= 2 and fitted.source == f"round {len(fitted.rounds)}"
+    assert len(fitted.rounds) >= 2 and fitted.source.round == len(fitted.rounds)
     first = plan_graph(kwargs["graph"], SYSTEM, options=kwargs["options"],
                        fast_capacity_nbytes=kwargs["fast_capacity_nbytes"])
     assert fitted.bound_seconds == pytest.approx(first.bound_seconds, rel=1e-9)
@@ -122,7 +123,8 @@ def test_a_fitting_start_plan_is_kept_when_the_rounds_give_up() -> None:
     start = first_touch(graph, SYSTEM, fast_capacity_nbytes=capacity)
     unfit = autotm_core.baselines.all_fast(graph, SYSTEM)  # more than the fast capacity
     fitted = plan_with_addresses(**kwargs, max_rounds=1, start_plans=(unfit, start))
-    assert fitted.source == start.planner == "baseline/first-touch"
+    assert fitted.source == Source(Origin.WARM_START, name=start.planner)
+    assert start.planner == "baseline/first-touch"
     assert fitted.fits and len(fitted.rounds) == 1 and not fitted.rounds[0].fits
     assert verify_plan(fitted.plan, graph, SYSTEM.with_capacity("dram", capacity)) == []
     assert fitted.plan.moves == () and fitted.plan.has_offsets
@@ -138,7 +140,7 @@ def test_never_slower_than_a_fitting_start_plan() -> None:
                                  options=FormulationOptions(pin_to_fast=True),
                                  start_plans=(free.plan,))
     assert pinned.result.step_seconds > free.result.step_seconds
-    assert pinned.source == free.plan.planner and pinned.fits
+    assert pinned.source == Source(Origin.WARM_START, name=free.plan.planner) and pinned.fits
     assert verify_plan(pinned.plan, graph, system) == []
     assert pinned.plan.residencies == free.plan.residencies
     # the pinned model's bound is above the plan kept, which lies outside it: no bound

@@ -57,6 +57,7 @@ __all__ = [
     "MemorySystemError",
     "Outcome",
     "PlanError",
+    "PlanSettings",
     "PluginError",
     "Pool",
     "Problem",
@@ -82,7 +83,7 @@ __all__ = [
 ]
 
 
-_PLANNING = ("Limit", "Outcome", "load_problem", "plan")
+_PLANNING = ("Limit", "Outcome", "PlanSettings", "load_problem", "plan")
 """Names of :mod:`autotm_core.planning` importable from here (the planning layer's front door)."""
 
 
@@ -93,12 +94,4 @@ def __getattr__(name: str) -> object:
         from autotm_core import planning
 
         return getattr(planning, name)
-    if name in ("plan_graph", "PlanResult"):
-        from autotm_core.ilp import planner
-
-        return getattr(planner, name)
-    if name in ("plan_with_addresses", "FittedPlan"):
-        from autotm_core.ilp import fitting
-
-        return getattr(fitting, name)
     raise AttributeError(f"module 'autotm_core' has no attribute {name!r}")

@@ -87,6 +87,18 @@ class UsageError(AutotmError):
     exit_status = 2
 
 
+class SettingError(UsageError):
+    """A planning setting is out of range: :attr:`setting` names it as the library spells it
+    (the command line names its own option instead) and :attr:`detail` says what is wrong."""
+
+    def __init__(self, setting: str, detail: str, *, hint: str | None = None) -> None:
+        super().__init__(f"{setting} {detail}", hint=hint)
+        self.setting = setting
+        """The setting's field name (``"time_limit_seconds"``)."""
+        self.detail = detail
+        """What is wrong with its value, after its name."""
+
+
 class UnknownPluginError(PluginError, UsageError):
     """No plugin of the name asked for is installed: a plugin error that is a usage error
     (exit status 2), as an unknown planner is; an installed plugin that cannot be used is a
@@ -157,6 +169,7 @@ __all__ = [
     "PlanError",
     "PluginError",
     "ResourceError",
+    "SettingError",
     "SolveInterruptedError",
     "SolverError",
     "UnknownPluginError",

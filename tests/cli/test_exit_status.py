@@ -115,7 +115,8 @@ def test_an_output_path_that_cannot_be_written_is_refused_with_1(
 
 
 def test_every_error_class_has_the_status_of_its_kind() -> None:
-    usage = {errors.UsageError, errors.UnknownPluginError, errors.UnknownPresetError}
+    usage = {errors.UsageError, errors.UnknownPluginError, errors.UnknownPresetError,
+             errors.SettingError}
     for name in errors.__all__:
         kind = getattr(errors, name)
         if isinstance(kind, type) and issubclass(kind, errors.AutotmError):

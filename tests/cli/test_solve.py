@@ -15,6 +15,7 @@ from rich.console import Console
 
 from autotm_core.cli.main import main
 from autotm_core.examples import build_example
+from autotm_core.planning import PlanSettings
 from autotm_core.plans import load_plan, verify_plan
 from autotm_core.presets import preset
 
@@ -128,7 +129,7 @@ def test_not_proven_optimal_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
         stopped = attrs.evolve(solved, solve=attrs.evolve(
             solved.solve, termination=termination, status=SolutionStatus.FEASIBLE))
         monkeypatch.setattr(planner, "plan_graph", lambda *_a, stopped=stopped, **_k: stopped)
-        outcome = plan(problem, "synchronous", addresses=False)
+        outcome = plan(problem, "synchronous", PlanSettings(addresses=False))
         facts = solve_facts(outcome, ())
         assert facts["solve"]["proven_optimal"] is False
         console = Console(file=io.StringIO(), width=100, color_system=None)
@@ -136,5 +137,5 @@ def test_not_proven_optimal_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
         text = console.file.getvalue()  # type: ignore[attr-defined]
         assert "not proven optimal" in text and words in text
     monkeypatch.undo()
-    facts = solve_facts(plan(problem, "synchronous", addresses=False), ())
+    facts = solve_facts(plan(problem, "synchronous", PlanSettings(addresses=False)), ())
     assert facts["solve"]["proven_optimal"] is True

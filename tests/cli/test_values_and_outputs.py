@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from clirun import Run, run_here
 
+from autotm_core.planning import PlanSettings
+
 POINT = ["solve", "example:mlp", "--system", "optane-2019"]
 
 
@@ -182,7 +184,8 @@ def test_a_model_too_big_is_refused_unless_insisted(monkeypatch: pytest.MonkeyPa
         plan(problem, "asynchronous")
     assert "--formulation synchronous" in (caught.value.hint or "")
     assert "--insist" in (caught.value.hint or "")
-    assert plan(problem, "static", insist=True, time_limit_seconds=10).plan is not None
+    assert plan(problem, "static",
+                PlanSettings(insist=True, time_limit_seconds=10)).plan is not None
     assert plan(problem, "greedy").plan is not None  # baselines build no model
     monkeypatch.setattr(resources, "available_memory_nbytes", lambda: None)
     monkeypatch.setattr(resources, "DEFAULT_MAX_KERNELS", 3)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from autotm_core.ilp.planner import plan_graph
-from autotm_core.planning import load_problem, plan
+from autotm_core.planning import PlanSettings, load_problem, plan
 from autotm_core.plans import MoveKind
 from autotm_core.solvers import SolutionStatus, SolveResult, TerminationCondition
 from autotm_core.solvers.highs import HighsSolver
@@ -36,7 +36,7 @@ class LpOutOfTime(Spy):
 def point():  # type: ignore[no-untyped-def]
     """chain-3 on gpu-h200 at 4:1, with its synchronous plan."""
     problem = load_problem("example:chain-3", "gpu-h200", limit="4:1")
-    return problem, plan(problem, "synchronous", addresses=False)
+    return problem, plan(problem, "synchronous", PlanSettings(addresses=False))
 
 
 @pytest.mark.highs

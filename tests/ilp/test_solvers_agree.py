@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autotm_core.ilp.planner import plan_graph
+from autotm_core.plugins import get_solver
 
 from .test_optimum import MiB, system_with, tiny_graph
 
@@ -17,6 +18,7 @@ from .test_optimum import MiB, system_with, tiny_graph
 def test_solver_agrees_with_highs(solver, formulation):
     graph, system = tiny_graph(), system_with(12 * MiB)
     expected = plan_graph(graph, system, formulation=formulation, relative_gap=0.0)
-    result = plan_graph(graph, system, formulation=formulation, relative_gap=0.0, solver=solver)
+    result = plan_graph(graph, system, formulation=formulation, relative_gap=0.0,
+                        solver=get_solver(solver))
     assert result.solve.solver_name == solver
     assert result.step_seconds == pytest.approx(expected.step_seconds, rel=1e-6)

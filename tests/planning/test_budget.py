@@ -8,10 +8,9 @@ import attrs
 import numpy as np
 import pytest
 
-from autotm_core.ilp.budget import MIN_SOLVE_SECONDS, Budget
-from autotm_core.planning import PLANNERS, load_problem, plan
+from autotm_core.ilp.search import DEFAULT_STRATEGY, Budget, ModelBuilt, PhaseStarted
+from autotm_core.planning import PLANNERS, PlanSettings, load_problem, plan
 from autotm_core.planning.ilp import IlpSettings, plan_ilp
-from autotm_core.planning.mode import PlanMode
 from autotm_core.plans import MoveKind, verify_plan
 from autotm_core.solvers import (
     SolutionStatus,
@@ -20,6 +19,8 @@ from autotm_core.solvers import (
 )
 from autotm_core.solvers.highs import HighsSolver
 from ilp.test_solve import Spy
+
+MIN_SOLVE_SECONDS = DEFAULT_STRATEGY.min_solve_seconds
 
 
 def test_an_unlimited_budget_gives_no_limits() -> None:
@@ -37,7 +38,7 @@ def test_limits_are_shares_of_what_remains_less_the_reserve() -> None:
 
 
 def test_past_the_deadline_a_solve_still_gets_a_moment() -> None:
-    budget = Budget(time.perf_counter() - 1.0)
+    budget = Budget(time.perf_counter() - 1.0, min_solve_seconds=MIN_SOLVE_SECONDS)
     assert budget.expired and budget.remaining() == 0.0
     assert budget.limit() == MIN_SOLVE_SECONDS
 
@@ -45,7 +46,7 @@ def test_past_the_deadline_a_solve_still_gets_a_moment() -> None:
 def test_phases_are_summed_per_stage_in_order() -> None:
     budget = Budget(None)
     budget.add("held plans", 1.0)
-    stage = Budget(None, stage="static", spent=budget.spent)
+    stage = budget.part(1.0, stage="static")
     stage.add("solve", 2.0)
     stage.add("packing", 0.5)
     stage.add("solve", 1.0)
@@ -56,14 +57,17 @@ def test_phases_are_summed_per_stage_in_order() -> None:
 @pytest.mark.highs
 def test_an_ilp_outcome_says_where_its_time_went() -> None:
     problem = load_problem("example:mlp", "optane-2019", limit="4:1")
-    said: list[str] = []
-    outcome = plan(problem, "synchronous", time_limit_seconds=30, progress=said.append)
+    heard: list[object] = []
+    outcome = plan(problem, "synchronous", PlanSettings(time_limit_seconds=30),
+                   listener=heard.append)
     names = [p.name for p in outcome.phases]
     assert names[0] == "held plans"
     assert {"static: build", "synchronous: build", "synchronous: packing"} <= set(names)
     assert sum(p.seconds for p in outcome.phases) <= outcome.plan_seconds
+    said = [e.says for e in heard if isinstance(e, PhaseStarted)]
     assert any("first-touch" in line for line in said)
     assert any(line.startswith("building the synchronous model") for line in said)
+    assert [e.stage for e in heard if isinstance(e, ModelBuilt)] == ["static", "synchronous"]
 
 
 @attrs.define
@@ -85,14 +89,13 @@ def test_a_richer_stage_out_of_time_keeps_the_simpler_plan() -> None:
     problem = load_problem("example:chain-4", "gpu-h200", limit="1:1")
     backend = OutOfTimeWhenArmed()
 
-    def say(line: str) -> None:
-        if line.startswith("building the asynchronous model"):
+    def arm(event: object) -> None:
+        if isinstance(event, ModelBuilt) and event.stage == "asynchronous":
             backend.armed = True
 
-    settings = IlpSettings(mode=PlanMode.EXACT, addresses=True, solver=backend,
-                           time_limit_seconds=None, relative_gap=0.01, max_rounds=8,
-                           pin_to_fast=False, page_nbytes=4096)
-    outcome = plan_ilp(problem, PLANNERS["asynchronous"], settings, warm_starts=(), say=say)
+    settings = IlpSettings.of(PlanSettings(mode="exact"), problem.graph, backend)
+    outcome = plan_ilp(problem, PLANNERS["asynchronous"], settings, warm_starts=(),
+                       listener=arm)
     synchronous = plan(problem, "synchronous")
     assert backend.armed
     assert outcome.step_seconds <= synchronous.step_seconds * (1 + 1e-9)
@@ -104,27 +107,28 @@ def test_a_richer_stage_out_of_time_keeps_the_simpler_plan() -> None:
 @pytest.mark.highs
 def test_approximate_asynchronous_planning_hands_over_a_synchronous_plan() -> None:
     problem = load_problem("example:chain-4", "gpu-h200", limit="1:1")
-    outcome = plan(problem, "asynchronous", mode="approximate", time_limit_seconds=20)
+    outcome = plan(problem, "asynchronous",
+                   PlanSettings(mode="approximate", time_limit_seconds=20))
     names = [p.name for p in outcome.phases]
     assert "synchronous: approximate" in names and "asynchronous: approximate" in names
     assert "static: approximate" not in names
     assert not verify_plan(outcome.plan, problem.graph, problem.limited_system)
     # the synchronous plan handed over, improved a window of kernels at a time: copies
     # overlap kernels now, and the plan is faster than the synchronous one
-    synchronous = plan(problem, "synchronous", mode="approximate", time_limit_seconds=10)
+    synchronous = plan(problem, "synchronous",
+                       PlanSettings(mode="approximate", time_limit_seconds=10))
     assert outcome.source == "ilp by windows"
     assert any(m.kind is MoveKind.ASYNC for m in outcome.plan.moves)
     assert outcome.step_seconds < synchronous.step_seconds * (1 - 1e-3)
 
 
 @pytest.mark.highs
-def test_no_richer_stage_starts_without_the_time_to_build_its_model(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    import autotm_core.planning.ilp as ilp
-
-    monkeypatch.setattr(ilp, "SETUP_FACTOR", 1e9)  # never enough time after the first stage
+def test_no_richer_stage_starts_without_the_time_to_build_its_model() -> None:
+    # never enough time after the first stage
+    strategy = attrs.evolve(DEFAULT_STRATEGY, setup_factor=1e9)
     problem = load_problem("example:mlp", "optane-2019", limit="4:1")
-    outcome = plan(problem, "asynchronous", time_limit_seconds=30)
+    outcome = plan(problem, "asynchronous",
+                   PlanSettings(time_limit_seconds=30, strategy=strategy))
     assert "too little of the time limit was left to plan the synchronous" in outcome.note
     assert not outcome.plan.moves  # the static plan
     assert not [p for p in outcome.phases if p.name.startswith("synchronous")]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from autotm_core import Graph
 from autotm_core.costs.model import TableCosts
 from autotm_core.examples.networks import training_chain
-from autotm_core.planning import load_problem, lower_bound, plan
+from autotm_core.planning import PlanSettings, load_problem, lower_bound, plan
 from autotm_core.planning.lower_bound import (
     crossing_rates,
     least_kernel_seconds,
@@ -107,5 +107,5 @@ def test_no_plan_beats_the_bound(system: str) -> None:
     assert bound.traffic_seconds > 0  # the limit leaves an excess to cover
     assert 0 <= bound.split_after < len(problem.graph.kernels) - 1  # order binds
     for planner in ("first-touch", "greedy", "synchronous", "asynchronous"):
-        step = plan(problem, planner, time_limit_seconds=5).step_seconds
+        step = plan(problem, planner, PlanSettings(time_limit_seconds=5)).step_seconds
         assert step >= bound.seconds * (1 - 1e-7), planner

@@ -13,6 +13,7 @@ from autotm_core.planning import (
     PLANNERS,
     CacheOptions,
     PlanMode,
+    PlanSettings,
     compare_baselines,
     get_planner,
     load_problem,
@@ -49,7 +50,7 @@ def test_every_planner_gives_a_verified_simulated_outcome(problem, chain_problem
                                                           name: str) -> None:
     if name == "asynchronous":
         problem = chain_problem
-    outcome = plan(problem, name, time_limit_seconds=30)
+    outcome = plan(problem, name, PlanSettings(time_limit_seconds=30))
     if name == "asynchronous":
         assert outcome.plan.moves, "an asynchronous plan that moves nothing"
     assert verify_plan(outcome.plan, problem.graph, problem.limited_system) == []
@@ -94,11 +95,11 @@ def test_a_limit_no_plan_fits_is_a_capacity_error(problem) -> None:  # type: ign
 
 
 def test_2lm_cache_options_reach_the_cache_model(problem) -> None:  # type: ignore[no-untyped-def]
-    cold = plan(problem, "2lm", cache=CacheOptions(warm=False))
+    cold = plan(problem, "2lm", PlanSettings(cache=CacheOptions(warm=False)))
     assert cold.cache is not None and cold.cache.ways == 1
     warm = plan(problem, "2lm")
     assert warm.cache is not None and cold.cache.hits < warm.cache.hits  # compulsory misses
-    four = plan(problem, "2lm", cache=CacheOptions(ways=4, line_nbytes=64))
+    four = plan(problem, "2lm", PlanSettings(cache=CacheOptions(ways=4, line_nbytes=64)))
     assert four.cache is not None and (four.cache.ways, four.cache.line_nbytes) == (4, 64)
 
 
@@ -111,18 +112,18 @@ def test_2lm_cache_options_reach_the_cache_model(problem) -> None:  # type: igno
 ])
 def test_settings_out_of_range_are_one_usage_error(problem, settings, words) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(UsageError, match=words):
-        plan(problem, "synchronous", **settings)
+        plan(problem, "synchronous", PlanSettings(**settings))
 
 
 def test_a_missing_solver_is_refused_before_anything_is_built(problem) -> None:  # type: ignore[no-untyped-def]
     from autotm_core.errors import PluginError
 
     with pytest.raises(PluginError, match="gurobi"):
-        plan(problem, "synchronous", solver="gurobi")
+        plan(problem, "synchronous", PlanSettings(solver="gurobi"))
 
 
 def test_approximate_mode_says_where_its_plan_came_from(problem) -> None:  # type: ignore[no-untyped-def]
-    outcome = plan(problem, "synchronous", mode="approximate", time_limit_seconds=20)
+    outcome = plan(problem, "synchronous", PlanSettings(mode="approximate", time_limit_seconds=20))
     assert outcome.solve is not None and outcome.solve.mode is PlanMode.APPROXIMATE
     assert outcome.source in ("ilp", "ilp by stretches", "greedy")
     assert outcome.addresses is None and outcome.reductions is not None
@@ -131,8 +132,8 @@ def test_approximate_mode_says_where_its_plan_came_from(problem) -> None:  # typ
 
 
 def test_a_warm_start_is_offered(problem) -> None:  # type: ignore[no-untyped-def]
-    first = plan(problem, "static", addresses=False)
-    again = plan(problem, "static", addresses=False, warm_starts=[first.plan])
+    first = plan(problem, "static", PlanSettings(addresses=False))
+    again = plan(problem, "static", PlanSettings(addresses=False), warm_starts=[first.plan])
     assert again.solve is not None and again.solve.warm_started
     assert again.step_seconds <= first.step_seconds * (1 + 0.01)
 

@@ -78,12 +78,12 @@ def test_richer_formulation_never_reports_a_slower_step_whatever_the_order() -> 
 
 
 def test_points_of_a_graph_are_planned_baselines_first_then_simplest_formulation() -> None:
-    from autotm_core.sweep.run import _simplest_first
+    from autotm_core.sweep.point import simplest_first
 
     points = sweep_points(graphs=["example:mlp", "example:cnn"], system="optane-2019",
                           planners=["asynchronous", "greedy", "synchronous", "static"],
                           limits=["1:1", "4:1"])
-    order = [(p.graph, p.planner, p.limit) for p in _simplest_first(points)]
+    order = [(p.graph, p.planner, p.limit) for p in simplest_first(points)]
     assert order == [(g, planner, limit) for g in ("example:mlp", "example:cnn")
                      for planner in ("greedy", "static", "synchronous", "asynchronous")
                      for limit in ("1:1", "4:1")]

@@ -11,7 +11,7 @@ from autotm_core.costs import KernelCosts, resolve_costs
 from autotm_core.errors import AutotmError, CapacityError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.planning import Outcome, load_problem, plan
+from autotm_core.planning import Outcome, PlanSettings, load_problem, plan
 from autotm_core.plans import Plan, verify_plan
 
 from .exhaustive import Optimum, optimum
@@ -85,7 +85,8 @@ def ilp_outcome(graph: Graph, system: MemorySystem, formulation: str) -> Outcome
         base = base.with_capacity(pool.name, None)
     problem = load_problem(graph, base, limit=limits or None)
     try:
-        return plan(problem, formulation, mode="exact", addresses=False, relative_gap=0)
+        return plan(problem, formulation,
+                    PlanSettings(mode="exact", addresses=False, relative_gap=0))
     except CapacityError:
         return None
     except AutotmError as exc:

@@ -15,6 +15,7 @@ from autotm_core.costs import resolve_costs
 from autotm_core.formats import save_graph, save_system
 from autotm_core.ir import Graph, GraphBuilder, TensorKind
 from autotm_core.memory import MemorySystem
+from autotm_core.planning import PlanSettings
 from autotm_core.plans import Move, MoveKind, Plan, Residency, save_plan, verify_plan
 from autotm_core.simulation import simulate
 
@@ -180,7 +181,7 @@ def assert_label_honest(graph: Graph, system: MemorySystem, formulation: str,
         outcome = ilp_outcome(graph, system, formulation)
     else:
         outcome = plan(load_problem(graph, system, costs_path=costs_path), formulation,
-                       mode="exact", addresses=False, relative_gap=0)
+                       PlanSettings(mode="exact", addresses=False, relative_gap=0))
     assert outcome is not None
     assert at_most(best.seconds, outcome.step_seconds), "the ILP beat the rules' optimum"
     stats = outcome.solve

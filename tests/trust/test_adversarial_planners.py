@@ -16,7 +16,7 @@ from autotm_core.errors import AutotmError, CapacityError
 from autotm_core.examples.networks import mlp
 from autotm_core.formats.graph_json import save_graph
 from autotm_core.ir import Graph, GraphBuilder
-from autotm_core.planning import Outcome, load_problem, plan
+from autotm_core.planning import Outcome, PlanSettings, load_problem, plan
 from autotm_core.presets import preset
 from autotm_core.sources import load_source
 
@@ -39,7 +39,8 @@ def test_a_training_chain_is_monotone(addresses: bool) -> None:
     """On chain-3 at 4:1 the asynchronous plan moves tensors (the richer formulations are
     not all the static plan)."""
     problem = load_problem("example:chain-3", "optane-2019", limit="4:1")
-    found = {f: plan(problem, f, mode="exact", addresses=addresses) for f in FORMULATIONS}
+    found = {f: plan(problem, f,
+                     PlanSettings(mode="exact", addresses=addresses)) for f in FORMULATIONS}
     for outcome in found.values():
         assert not check(outcome.plan, problem.graph, problem.limited_system)
     static, sync, asyn = (found[f] for f in FORMULATIONS)
@@ -60,7 +61,7 @@ def test_a_training_chain_is_monotone(addresses: bool) -> None:
 @pytest.mark.slow
 def test_resnet50_batch_64_static_plans() -> None:
     problem = load_problem("zoo:resnet50:batch=64", "optane-2019", limit="4:1")
-    outcome = plan(problem, "static", time_limit_seconds=300)
+    outcome = plan(problem, "static", PlanSettings(time_limit_seconds=300))
     assert not outcome.plan.moves
 
 
@@ -73,7 +74,7 @@ def test_resnet50_batch_64_static_plans() -> None:
 @pytest.mark.parametrize("ratio", ["1:1", "4:1", "8:1"])
 def test_static_plans_never_move(mode: str, ratio: str) -> None:
     problem = load_problem("example:cnn", "optane-2019", limit=ratio)
-    outcome = plan(problem, "static", mode=mode, time_limit_seconds=2)
+    outcome = plan(problem, "static", PlanSettings(mode=mode, time_limit_seconds=2))
     assert not outcome.plan.moves, f"a static plan with {len(outcome.plan.moves)} moves"
 
 
@@ -87,7 +88,7 @@ def test_proven_optimal_is_not_beaten_by_greedy(ratio: str) -> None:
     greedy = plan(problem, "greedy").step_seconds
     proven = []
     for formulation in ("synchronous", "asynchronous"):
-        outcome = plan(problem, formulation, mode="exact", addresses=False)
+        outcome = plan(problem, formulation, PlanSettings(mode="exact", addresses=False))
         stats = outcome.solve
         if stats is not None and stats.proven_optimal:
             proven.append(formulation)

@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from autotm_core.planning import CacheOptions, plan
+    from autotm_core.planning import CacheOptions, PlanSettings, plan
     from autotm_core.plans import save_plan
     from autotm_core.report.plan_report import render_simulation, simulation_facts
     from autotm_core.units import parse_size
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     cache = CacheOptions(line_nbytes=parse_size(args.line_size), ways=args.ways,
                          warm=not args.cold)
     problem = problem_of(args)
-    outcome = plan(problem, args.planner, cache=cache)
+    outcome = plan(problem, args.planner, PlanSettings(cache=cache))
     if args.output:
         save_plan(outcome.plan, args.output)
     facts = simulation_facts(outcome.simulation, all_fast_seconds=outcome.all_fast_seconds,

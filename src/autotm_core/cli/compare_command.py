@@ -49,9 +49,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         for solver in split(args.solvers) if planner.is_ilp else ["highs"]:
             points.append(SweepPoint(
                 graph=args.graph, system=args.system, planner=name, limit=limit, solver=solver,
-                time_limit_seconds=settings["time_limit_seconds"],
-                relative_gap=settings["relative_gap"], mode=settings["mode"],
-                addresses=settings["addresses"]))
+                time_limit_seconds=settings.time_limit_seconds,
+                relative_gap=settings.relative_gap, mode=settings.mode.value,
+                addresses=settings.addresses))
     results = []
     with console.status("planning") as status:
         for p in points:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from autotm_core.capacity import Limit
     from autotm_core.ir import Graph
     from autotm_core.memory import MemorySystem
-    from autotm_core.planning import Problem
+    from autotm_core.planning import PlanSettings, Problem
     from autotm_core.plans import Plan
 
 SOURCE_HELP = (
@@ -187,23 +187,33 @@ def problem_of(args: argparse.Namespace) -> Problem:
                         costs_path=getattr(args, "costs", None))
 
 
-def ilp_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The ILP settings of :func:`add_ilp_options` (and ``--max-rounds`` where a command has
-    it), as :func:`autotm_core.planning.plan` takes them, checked now, before anything is
-    loaded."""
-    from autotm_core.planning import DEFAULT_MAX_ROUNDS, check_settings
+OPTION_OF_SETTING = {"relative_gap": "--gap", "time_limit_seconds": "--time-limit",
+                     "max_rounds": "--max-rounds"}
+"""The command-line option that sets each field of
+:class:`~autotm_core.planning.PlanSettings` a message may name."""
+
+
+def ilp_settings(args: argparse.Namespace) -> PlanSettings:
+    """The settings of :func:`add_ilp_options` (and ``--max-rounds``, ``--pin-to-fast`` and
+    ``--insist`` where a command has them), checked now, before anything is loaded; the
+    solver too (an unknown one is refused before any work)."""
+    from autotm_core.errors import SettingError, UsageError
+    from autotm_core.planning import DEFAULT_MAX_ROUNDS, PlanSettings
+    from autotm_core.plugins import get_solver
+    from autotm_core.solvers.base import DEFAULT_SOLVER
 
     max_rounds = getattr(args, "max_rounds", None)
-    check_settings(time_limit_seconds=args.time_limit, relative_gap=args.gap,
-                   max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds,
-                   names={"relative_gap": "--gap", "time_limit_seconds": "--time-limit",
-                          "max_rounds": "--max-rounds"})
-    settings: dict[str, Any] = dict(time_limit_seconds=args.time_limit, relative_gap=args.gap,
-                                    mode=args.mode, addresses=not args.no_addresses)
-    if hasattr(args, "solver"):
-        settings["solver"] = args.solver
-    if max_rounds is not None:
-        settings["max_rounds"] = max_rounds
+    try:
+        settings = PlanSettings(
+            time_limit_seconds=args.time_limit, relative_gap=args.gap, mode=args.mode,
+            addresses=not args.no_addresses, solver=getattr(args, "solver", None) or DEFAULT_SOLVER,
+            max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds,
+            pin_to_fast=bool(getattr(args, "pin_to_fast", False)),
+            insist=bool(getattr(args, "insist", False)))
+    except SettingError as exc:
+        raise UsageError(f"{OPTION_OF_SETTING.get(exc.setting, exc.setting)} {exc.detail}",
+                         hint=exc.hint) from None
+    get_solver(settings.solver)
     return settings
 
 

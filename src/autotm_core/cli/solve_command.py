@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from rich.status import Status
+
+    from autotm_core.ilp.search import SearchEvent
     from autotm_core.planning import Comparison
 
 from autotm_core.cli.options import (
@@ -66,9 +67,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     progress = Console(stderr=True)
     with progress.status("loading the graph and the memory system") as status:
         problem = problem_of(args)
-        with _status_from_logs(status, show_logs=args.debug, solver=args.solver):
-            outcome = plan(problem, args.formulation, pin_to_fast=args.pin_to_fast,
-                           progress=status.update, insist=args.insist, **settings)
+        outcome = plan(problem, args.formulation, settings, listener=_Progress(status))
         if args.output:
             save_plan(outcome.plan, args.output)
         comparisons: Sequence[Comparison] = ()
@@ -94,33 +93,26 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return status_code
 
 
-class _StatusHandler(logging.Handler):
-    """Shows the planner's progress messages in the spinner's line."""
+class _Progress:
+    """Shows the search's events in the spinner's line."""
 
-    def __init__(self, status: Any, solver: str) -> None:
-        super().__init__(logging.INFO)
-        self.status, self.solver = status, solver
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        self.best = ""
 
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if message.startswith("model:"):
-            message += f"; solving with {self.solver} (Ctrl-C keeps the best plan found)"
-        self.status.update(message)
+    def __call__(self, event: SearchEvent) -> None:
+        from autotm_core.ilp.search import IncumbentFound, ModelBuilt, PhaseStarted
+        from autotm_core.units import format_seconds
 
-
-@contextlib.contextmanager
-def _status_from_logs(status: Any, *, show_logs: bool, solver: str) -> Iterator[None]:
-    """While planning, INFO messages of the ILP planner update ``status`` instead of printing."""
-    logger = logging.getLogger("autotm_core.ilp")
-    handler = _StatusHandler(status, solver)
-    saved = logger.level, logger.propagate
-    logger.addHandler(handler)
-    if logger.getEffectiveLevel() > logging.INFO:
-        logger.setLevel(logging.INFO)
-    logger.propagate = show_logs
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
+        if isinstance(event, IncumbentFound):
+            self.best = (f"; best so far {format_seconds(event.step_seconds)} "
+                         f"({event.source})")
+            return
+        if isinstance(event, ModelBuilt):
+            line = (f"{event.stage} model: {event.variables:,} variables ({event.binaries:,} "
+                    f"binary), {event.rows:,} rows, built in {event.seconds:.2f} s")
+        elif isinstance(event, PhaseStarted):
+            line = f"{event.stage}: {event.says}" if event.stage else event.says
+        else:
+            return
+        self.status.update(line + self.best + " (Ctrl-C keeps the best plan found)")

@@ -141,9 +141,12 @@ def _points(args: argparse.Namespace) -> list[Any]:
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    settings = ilp_settings(args)
     return sweep_points(graphs=args.graphs, system=args.system,
                         planners=split(args.planners or DEFAULT_PLANNERS), limits=limits,
-                        **ilp_settings(args))
+                        solver=settings.solver, time_limit_seconds=settings.time_limit_seconds,
+                        relative_gap=settings.relative_gap, mode=settings.mode.value,
+                        addresses=settings.addresses)
 
 
 def _grid_points(args: argparse.Namespace) -> list[Any]:

@@ -183,3 +183,19 @@ class TableCosts:
 
     def separable(self) -> None:
         return None
+
+
+def least_kernel_seconds(costs: KernelCosts, n_kernels: int) -> FloatArray:
+    """``(n_kernels,)`` seconds no configuration of each kernel beats (0 for a kernel the
+    costs give no configuration)."""
+    separable = costs.separable()
+    if separable is not None:
+        # each term at its cheapest pool per tensor: no configuration's max of terms is less
+        cheapest = separable.coefficients.min(axis=2)  # (n_entries, n_terms)
+        sums = np.zeros_like(separable.constants)
+        owner = np.repeat(np.arange(separable.n_kernels), np.diff(separable.kernel_ptr))
+        np.add.at(sums, owner, cheapest)
+        return np.asarray((separable.constants + sums).max(axis=1), dtype=np.float64)
+    tables = (costs.table(k).seconds for k in range(n_kernels))
+    return np.array([float(seconds.min()) if len(seconds) else 0.0 for seconds in tables],
+                    dtype=np.float64)

@@ -17,7 +17,6 @@ address packer must give one offset.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -30,22 +29,28 @@ from autotm_core.plans.build import make_plan
 from autotm_core.plans.model import Move, MoveKind, Plan, Residency
 
 
-def _chosen(values: np.ndarray, options: Mapping[int, int] | list[Edge], what: str) -> Any:
-    best: Edge | int
-    if isinstance(options, list):
-        edge = max(options, key=lambda e: values[e.var])
-        best, score = edge, values[edge.var]
-    else:
-        slot_state = max(options, key=lambda s: values[options[s]])
-        best, score = slot_state, values[options[slot_state]]
+def _chosen_state(values: np.ndarray, options: Mapping[int, int], what: str) -> int:
+    """The state whose variable the solution sets (of ``options``: state -> variable)."""
+    state = max(options, key=lambda s: values[options[s]])
+    _check_chosen(values[options[state]], what)
+    return state
+
+
+def _chosen_edge(values: np.ndarray, options: list[Edge], what: str) -> Edge:
+    """The edge the solution takes among ``options``."""
+    edge = max(options, key=lambda e: values[e.var])
+    _check_chosen(values[edge.var], what)
+    return edge
+
+
+def _check_chosen(score: float, what: str) -> None:
     if not score > 0.5:
         raise SolverError(f"the solution chooses nothing for {what} (largest value {score})",
                           hint="this is a bug in the formulation or the solver; please report it")
-    return best
 
 
 def decode_plan(index: ModelIndex, values: np.ndarray, graph: Graph, system: MemorySystem, *,
-                planner: str, attributes: Mapping[str, Any] | None = None,
+                planner: str, attributes: Mapping[str, object] | None = None,
                 capacities: Mapping[str, int | None] | None = None) -> Plan:
     """The plan the variable ``values`` describe (``values[i]`` for variable ``i``).
 
@@ -58,13 +63,13 @@ def decode_plan(index: ModelIndex, values: np.ndarray, graph: Graph, system: Mem
     for ts, slot_vars, edges in zip(index.tensors, index.slot_vars, index.edges, strict=True):
         tensor = graph.tensors[ts.tensor].name
         nbytes = int(live.nbytes[ts.tensor])
-        state = index.states[_chosen(values, slot_vars[0], f"tensor {tensor!r}")]
+        state = index.states[_chosen_state(values, slot_vars[0], f"tensor {tensor!r}")]
         opened = {q: ts.slots[0].first for q in state.pools}
         for transition, tr_edges in zip(ts.transitions, edges, strict=True):
-            edge = _chosen(values, tr_edges, f"a transition of tensor {tensor!r}")
+            edge = _chosen_edge(values, tr_edges, f"a transition of tensor {tensor!r}")
             before, after = index.states[edge.before], index.states[edge.after]
             asynchronous = edge.async_kernel is not None
-            at = edge.async_kernel if asynchronous else transition.kernel
+            at = edge.async_kernel if edge.async_kernel is not None else transition.kernel
             end = at if asynchronous else at - 1
             for q in sorted(before.pools - after.pools):
                 residencies.append(Residency(tensor, names[q], opened.pop(q), end))

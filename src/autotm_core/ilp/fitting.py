@@ -2,46 +2,52 @@
 
 The ILP bounds the bytes in each capacity-limited pool at each kernel; it does not
 see addresses. :func:`plan_with_addresses` packs every solved plan with
-:func:`autotm_core.addresses.assign_offsets`. When a pool's packing overflows, it
-lowers that pool's per-kernel limit around each overflowing kernel (+-
-:data:`WINDOW_KERNELS` kernels, as AutoTM did) by at least the bytes the packing
-ran over there, and solves again. The plan it returns carries an offset for every
-residency of every bounded pool and passes the verifier: it fits by construction.
+:func:`autotm_core.addresses.assign_offsets` (the :class:`Packing` test of the
+search's :class:`~autotm_core.ilp.search.pool.IncumbentPool`). When a pool's
+packing overflows, it lowers that pool's per-kernel limit around each overflowing
+kernel (+- the strategy's
+:attr:`~autotm_core.ilp.search.strategy.Strategy.tighten_kernels`, as AutoTM did)
+by at least the bytes the packing ran over there, and solves again. The plan it
+returns carries an offset for every residency of every bounded pool and passes the
+verifier: it fits by construction.
 
-It is never slower than a plan that fits which it already holds: a start plan
-offered to it that packs and verifies is kept as the incumbent, and returned
-instead of a round's plan that is slower (or when the rounds give up). Its
-:attr:`FittedPlan.bound_seconds` is the first round's, whose limits are the real
-ones: a later round solves a tightened model, whose bound says nothing about the
-problem.
+It is never slower than a plan that fits which the pool already holds (a start
+plan, a baseline, a simpler formulation's plan, fitted by the pool's test): the
+fastest of them is returned instead of a round's plan that is slower, or when the
+rounds give up or Ctrl-C stops them. Its :attr:`FittedPlan.bound_seconds` is the
+first round's, whose limits are the real ones: a later round solves a tightened
+model, whose bound says nothing about the problem.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import attrs
 import numpy as np
 
+from autotm_core.addresses import OffsetAssignment
+from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import (
     CapacityError,
     NoPlanFoundError,
     SolveInterruptedError,
     UsageError,
 )
-from autotm_core.ilp.budget import Budget
 from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ilp.search.budget import Budget
+from autotm_core.ilp.search.events import Listener, ignore
+from autotm_core.ilp.search.model import PlanResult
+from autotm_core.ilp.search.pool import Held, IncumbentPool, Origin, Source, gap_of
+from autotm_core.ilp.search.strategy import DEFAULT_STRATEGY, Strategy
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
+from autotm_core.solvers.base import Solver
 from autotm_core.units import PAGE_NBYTES, format_bytes, round_up
 
 logger = logging.getLogger(__name__)
-
-WINDOW_KERNELS = 10
-"""Kernels on each side of an overflowing kernel whose limit is lowered too (AutoTM's +-10)."""
 
 DEFAULT_MAX_ROUNDS = 8
 """Solves tried before :func:`plan_with_addresses` gives up."""
@@ -73,11 +79,11 @@ class FittedPlan:
 
     plan: Plan
     """The final plan: with offsets in every bounded pool when :attr:`fits` (verified)."""
-    result: Any
-    """The last round's :class:`~autotm_core.ilp.planner.PlanResult` (solve, simulation, model
-    size)."""
-    assignment: Any
-    """The last round's :class:`~autotm_core.addresses.OffsetAssignment`."""
+    result: PlanResult | None
+    """The last round's result (solve, simulation, model size); ``None`` when Ctrl-C stopped
+    the first round before it had one."""
+    assignment: OffsetAssignment
+    """The final plan's offsets and per-pool heights."""
     rounds: tuple[FitRound, ...]
     """Every round, in order."""
     limits: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
@@ -85,10 +91,11 @@ class FittedPlan:
     bound_seconds: float | None = None
     """The first round's proven lower bound, in seconds: that model has the real limits, so
     it bounds every plan the model allows, every round's included (``None``: unknown, or
-    the plan is a start plan faster than it, which lies outside the model)."""
-    source: str = ""
-    """Which plan :attr:`plan` is: ``"round N"`` (the N-th round's), or the planner name of
-    the start plan kept (``"a start plan"`` when it has none)."""
+    the plan is a held plan faster than it, which lies outside the model)."""
+    source: Source = attrs.field(factory=lambda: Source(Origin.SOLVE))
+    """Where :attr:`plan` came from: a round (its :attr:`Source.round`) or a held plan."""
+    interrupted: bool = False
+    """Whether Ctrl-C ended the loop (the plan is the best that fits found before)."""
 
     @property
     def fits(self) -> bool:
@@ -100,17 +107,48 @@ class FittedPlan:
         """Bytes the final packing wastes over the lower bounds (all bounded pools)."""
         return int(self.assignment.fragmentation_nbytes)
 
-    @property
-    def interrupted(self) -> bool:
-        """Whether the last solve was interrupted (Ctrl-C), which ended the loop."""
-        from autotm_core.solvers import TerminationCondition
 
-        return self.result.solve.termination is TerminationCondition.INTERRUPTED
+class Packing:
+    """The address-packing test of a pool: a plan with offsets that fit, or ``None``.
+
+    Each packing is kept with the plan it packed (and the plan with offsets), so the
+    fitting loop reads a round's overflows without packing it again."""
+
+    def __init__(self, graph: Graph, system: MemorySystem, *,
+                 alignment_nbytes: int = PAGE_NBYTES) -> None:
+        self.graph, self.system, self.alignment_nbytes = graph, system, alignment_nbytes
+        self._packed: list[tuple[Plan, OffsetAssignment]] = []
+
+    def assignment(self, plan: Plan) -> OffsetAssignment:
+        """``plan`` packed (once: a plan packed before, or packed into, is not packed again)."""
+        from autotm_core.addresses import assign_offsets
+
+        for known, assignment in self._packed:
+            if known is plan or assignment.plan is plan:
+                return assignment
+        assignment = assign_offsets(plan, self.graph, self.system,
+                                    alignment_nbytes=self.alignment_nbytes)
+        self._packed = [*self._packed[-15:], (plan, assignment)]
+        return assignment
+
+    def __call__(self, plan: Plan) -> Plan | None:
+        from autotm_core.errors import AutotmError
+
+        try:
+            assignment = self.assignment(plan)
+        except AutotmError as exc:
+            logger.info("plan %r cannot be packed: %s", plan.planner, exc.message)
+            return None
+        return assignment.plan if assignment.fits else None
+
+    def fits(self, plan: Plan) -> bool:
+        """Whether ``plan``'s tensors pack at addresses."""
+        return self(plan) is not None
 
 
 def tighten(limits: np.ndarray, used_nbytes: np.ndarray, kernels: tuple[int, ...],
             excess_nbytes: tuple[int, ...], *, floor_nbytes: np.ndarray | None = None,
-            window_kernels: int = WINDOW_KERNELS, page_nbytes: int = PAGE_NBYTES) -> np.ndarray:
+            window_kernels: int = 10, page_nbytes: int = PAGE_NBYTES) -> np.ndarray:
     """Per-kernel limits lowered around each overflowing kernel by at least its excess.
 
     Every kernel within ``window_kernels`` of an overflowing kernel ``k`` loses at least
@@ -137,87 +175,114 @@ def plan_with_addresses(
     graph: Graph,
     system: MemorySystem,
     *,
+    costs: KernelCosts | None = None,
+    options: FormulationOptions | None = None,
+    formulation: Formulation | str = Formulation.SYNCHRONOUS,
+    solver: Solver | None = None,
+    relative_gap: float = 0.01,
+    time_limit_seconds: float | None = None,
+    budget: Budget | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     alignment_nbytes: int = PAGE_NBYTES,
-    window_kernels: int = WINDOW_KERNELS,
+    strategy: Strategy = DEFAULT_STRATEGY,
     on_round: Callable[[FitRound], None] | None = None,
     start_plans: Sequence[Plan] = (),
-    **plan_graph_kwargs: Any,
+    pool: IncumbentPool | None = None,
+    listener: Listener = ignore,
+    fast_capacity_nbytes: int | None = None,
 ) -> FittedPlan:
-    """Plan ``graph`` by ILP (see :func:`~autotm_core.ilp.planner.plan_graph`, which gets
-    ``plan_graph_kwargs``) and give every tensor in a bounded pool an address that fits.
+    """Plan ``graph`` by ILP (:func:`~autotm_core.ilp.planner.plan_graph`) and give every
+    tensor in a bounded pool an address that fits.
 
-    ``on_round`` is called after each round (for progress). The first round is offered
-    ``start_plans`` as starting solutions (with greedy's); each later round the previous
-    round's plan too, where it fits the tightened limits. The fastest of ``start_plans``
-    that packs and passes the verifier is the incumbent: returned instead of a slower
-    round's plan, or when the rounds fail. The loop ends when the packing fits, or
-    after an interrupted solve (Ctrl-C: the round's plan when it fits, else the
-    incumbent, else :class:`SolveInterruptedError`: a plan without addresses is never
-    returned). ``time_limit_seconds`` (or ``budget``, a
-    :class:`~autotm_core.ilp.budget.Budget`) bounds every round together: no round starts
-    after the deadline. Raises :class:`CapacityError` when the first round finds no
-    plan, or when there is no incumbent and ``max_rounds`` solves did not give a plan
-    that packs, or tightening left no plan at all.
+    ``pool`` holds the plans to start from and to beat, tested by its :class:`Packing`
+    (made from ``start_plans`` when not given; ``start_plans`` are offered to a given pool
+    too). The first round starts from the held plans the formulation allows; each later
+    round from the previous round's plan too, where it fits the tightened limits. The
+    loop ends when a round's plan packs, after ``max_rounds`` rounds, at the deadline of
+    ``budget`` (or ``time_limit_seconds``: no round starts after it), or on Ctrl-C; the
+    fastest plan that packs — a round's or a held one — is returned (on Ctrl-C without
+    one, :class:`SolveInterruptedError`: a plan without addresses is never the answer).
+    ``on_round`` is called after each round. Raises :class:`CapacityError` when the first
+    round finds no plan, or when nothing that packs is held and the rounds gave none.
     """
-    from autotm_core.addresses import assign_offsets
+    from autotm_core.costs import resolve_costs
     from autotm_core.ilp.infeasible import forced_fast_nbytes
     from autotm_core.ilp.options import resolve_capacities
     from autotm_core.ilp.planner import plan_graph
-    from autotm_core.plans.verify import check_plan
+    from autotm_core.ilp.search.runner import SearchInterrupted
+    from autotm_core.plugins import get_solver
+    from autotm_core.solvers import TerminationCondition
+    from autotm_core.solvers.base import DEFAULT_SOLVER
 
     if max_rounds < 1:
         raise UsageError(f"max_rounds is {max_rounds}", hint="give at least 1 round")
-    limit = plan_graph_kwargs.pop("time_limit_seconds", None)
-    budget = plan_graph_kwargs.pop("budget", None) or Budget.of(limit)  # one for every round
-    formulation = plan_graph_kwargs.pop("formulation", Formulation.SYNCHRONOUS)
-    options = plan_graph_kwargs.pop("options", None) or FormulationOptions(formulation=formulation)
-    fast = plan_graph_kwargs.pop("fast_capacity_nbytes", None)
-    if fast is not None:
-        system = system.with_capacity(system.fast.name, int(fast))
+    if fast_capacity_nbytes is not None:
+        system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
+    options = options or FormulationOptions(formulation=Formulation.parse(formulation))
+    costs = costs if costs is not None else resolve_costs(graph, system)
+    solver = solver if solver is not None else get_solver(DEFAULT_SOLVER)
+    budget = budget if budget is not None else Budget.of(
+        time_limit_seconds, min_solve_seconds=strategy.min_solve_seconds)
+    if pool is None:
+        pool = IncumbentPool(graph, system, costs,
+                             test=Packing(graph, system, alignment_nbytes=alignment_nbytes))
+    packing = pool.test
+    assert isinstance(packing, Packing), "address fitting holds plans to a packing"
+    with budget.phase("packing"):
+        pool.offer_all((p, Source(Origin.WARM_START, name=p.planner)) for p in start_plans)
+    held_starts = tuple(h.plan for h in pool.starts(options.formulation))
     base = resolve_capacities(graph, system, options.capacities)
     limits: dict[str, np.ndarray] = {}
     rounds: list[FitRound] = []
     floor = None
-    previous = tuple(start_plans)
-    with budget.phase("packing"):
-        incumbent = _incumbent(start_plans, graph, system, alignment_nbytes,
-                               plan_graph_kwargs.get("costs"))
+    previous = held_starts
     bound: float | None = None
-    result: Any = None
+    result: PlanResult | None = None
+    last: OffsetAssignment | None = None
 
     def packs(plan: Plan) -> bool:
-        """Whether ``plan``'s tensors pack at addresses (lets a round fall back to an
-        earlier plan of its search that does)."""
         with budget.phase("packing"):
-            return bool(assign_offsets(plan, graph, system, alignment_nbytes=alignment_nbytes).fits)
+            return packing.fits(plan)
+
+    def answer(interrupted: bool = False) -> FittedPlan | None:
+        """The fastest plan that packs, as the loop's answer (``None``: none packs)."""
+        best = pool.best(options.formulation)
+        if best is None:
+            return None
+        return _fitted(best, packing, result, rounds, limits, bound, interrupted)
 
     for number in range(1, max_rounds + 1):
         capacities = {**options.capacities, **{p: tuple(int(v) for v in a)
                                                 for p, a in limits.items()}}
         try:
             result = plan_graph(graph, system, options=attrs.evolve(options, capacities=capacities),
-                                start_plans=previous, budget=budget, fits=packs,
-                                **plan_graph_kwargs)
+                                start_plans=previous, budget=budget, fits=packs, costs=costs,
+                                solver=solver, relative_gap=relative_gap, strategy=strategy,
+                                listener=listener, make_greedy=False)
+        except SearchInterrupted:
+            return _interrupted(answer(interrupted=True), number)
         except (CapacityError, NoPlanFoundError) as exc:  # NoPlanFound: out of time
             if not limits:
                 raise
-            if incumbent is not None:
-                logger.info("address fitting: tightening left no plan; the start plan is kept")
-                return incumbent.fitted(result, rounds, limits, bound)
+            kept = answer()
+            if kept is not None:
+                logger.info("address fitting: tightening left no plan; a held plan is kept")
+                return kept
             raise _gave_up(graph, rounds, f"tightening left no plan ({exc.message})") from exc
         if number == 1:
             bound = result.bound_seconds
+        honest = _honest(result.plan, bound, number)
         with budget.phase("packing"):
-            assignment = assign_offsets(result.plan, graph, result.system,
-                                        alignment_nbytes=alignment_nbytes)
-        solve = result.solve
+            assignment = last = packing.assignment(honest)
+            pool.offer(honest, Source(Origin.SOLVE, options.formulation, round=number),
+                       simulation=result.simulation)
         fit = FitRound(
             round=number, step_seconds=result.step_seconds, fits=assignment.fits,
             fragmentation_nbytes=int(assignment.fragmentation_nbytes),
             overflow_nbytes=max((o.overflow_nbytes for o in assignment.overflows), default=0),
             overflow_kernels=len({k for o in assignment.overflows for k in o.kernels}),
-            seconds=solve.build_seconds + solve.handoff_seconds + solve.solve_seconds,
+            seconds=result.solve.build_seconds + result.solve.handoff_seconds
+            + result.solve.solve_seconds,
         )
         rounds.append(fit)
         logger.info("address fitting, round %d: %s", number,
@@ -225,32 +290,21 @@ def plan_with_addresses(
                     f"at {fit.overflow_kernels} kernels")
         if on_round is not None:
             on_round(fit)
-        done = FittedPlan(plan=_honest(assignment.plan, bound, number), result=result,
-                          assignment=assignment, rounds=tuple(rounds), limits=_frozen(limits),
-                          bound_seconds=bound, source=f"round {number}")
-        if assignment.fits:
-            check_plan(assignment.plan, graph, result.system)
-            if incumbent is not None and incumbent.step_seconds < result.step_seconds:
-                logger.info("address fitting: the start plan %r is faster than round %d's plan",
-                            incumbent.source, number)
-                return incumbent.fitted(result, rounds, limits, bound)
+        interrupted = result.solve.termination is TerminationCondition.INTERRUPTED
+        if assignment.fits or interrupted:
+            done = answer(interrupted=interrupted)
+            if done is None:  # interrupted before any plan with addresses was found
+                return _interrupted(None, number)
+            if done.source.round != number:
+                logger.info("address fitting: the held plan of %s is faster than round %d's",
+                            done.source.describe(), number)
             return done
-        if done.interrupted:
-            if incumbent is not None:
-                logger.warning("interrupted: the start plan that fits is kept")
-                return incumbent.fitted(result, rounds, limits, bound)
-            # an unfitted plan is not what was asked for, and its time is not one a fitting
-            # plan can have: never present it as the answer
-            raise SolveInterruptedError(
-                f"interrupted (Ctrl-C) in round {number} of address fitting, before any plan "
-                "with addresses that fit was found",
-                hint="let it run longer, or plan with --no-addresses")
         if number == max_rounds:
             break
         if budget.expired:
             logger.info("address fitting: the time limit ends the rounds after round %d", number)
             break
-        previous = (result.plan, *start_plans)
+        previous = (result.plan, *held_starts)
         if floor is None:
             floor = forced_fast_nbytes(graph, system, options)
         for overflow in assignment.overflows:
@@ -261,14 +315,27 @@ def plan_with_addresses(
             limits[overflow.pool] = tighten(
                 current, result.simulation.pool_nbytes[p], overflow.kernels,
                 overflow.excess_nbytes, floor_nbytes=floor if p == 0 else None,
-                window_kernels=window_kernels, page_nbytes=options.page_nbytes)
-    if incumbent is not None:
-        logger.info("address fitting: no round's plan packed; the start plan is kept")
-        return incumbent.fitted(result, rounds, limits, bound)
+                window_kernels=strategy.tighten_kernels, page_nbytes=options.page_nbytes)
+    kept = answer()
+    if kept is not None:
+        logger.info("address fitting: no round's plan packed; a held plan is kept")
+        return kept
     timed_out = " (the time limit ended the rounds)" if len(rounds) < max_rounds else ""
     raise _gave_up(graph, rounds, "the packing still overflows after "
                    f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}{timed_out}",
-                   assignment)
+                   last)
+
+
+def _interrupted(kept: FittedPlan | None, number: int) -> FittedPlan:
+    """``kept`` after Ctrl-C in round ``number``; without it, the error saying so."""
+    if kept is not None:
+        logger.warning("interrupted: the fastest plan that fits is kept")
+        return kept
+    # an unfitted plan is not what was asked for, and its time is not one a fitting plan
+    # can have: never present it as the answer
+    raise SolveInterruptedError(
+        f"interrupted (Ctrl-C) in round {number} of address fitting, before any plan with "
+        "addresses that fit was found", hint="let it run longer, or plan with --no-addresses")
 
 
 def _frozen(limits: Mapping[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
@@ -282,60 +349,28 @@ def _honest(plan: Plan, bound: float | None, number: int) -> Plan:
     objective = plan.attributes.get("objective_seconds")
     gap = None
     if bound is not None and isinstance(objective, float) and objective > 0:
-        gap = max(0.0, (objective - bound) / objective)
+        gap = gap_of(objective, bound) if bound <= objective else 0.0
     return attrs.evolve(plan, attributes={**plan.attributes, "bound_seconds": bound, "gap": gap,
                                           "fitting_round": number})
 
 
-@attrs.frozen(kw_only=True)
-class _Incumbent:
-    """A start plan that packs and verifies, with its addresses and simulated step time."""
-
-    assignment: Any
-    step_seconds: float
-    source: str
-
-    def fitted(self, result: Any, rounds: list[FitRound], limits: Mapping[str, np.ndarray],
-               bound: float | None) -> FittedPlan:
-        if bound is not None and self.step_seconds < bound * (1 - 1e-9):
-            # the plan lies outside the model (see model_restrictions): no bound on it is known
-            logger.info("start plan %r is faster than the model's bound: no bound is reported",
-                        self.source)
-            bound = None
-        return FittedPlan(plan=self.assignment.plan, result=result, assignment=self.assignment,
-                          rounds=tuple(rounds), limits=_frozen(limits), bound_seconds=bound,
-                          source=self.source)
-
-
-def _incumbent(start_plans: Sequence[Plan], graph: Graph, system: MemorySystem,
-               alignment_nbytes: int, costs: Any) -> _Incumbent | None:
-    """The fastest of ``start_plans`` that packs at ``alignment_nbytes`` and verifies."""
-    from autotm_core.addresses import assign_offsets
-    from autotm_core.costs import resolve_costs
-    from autotm_core.errors import AutotmError
-    from autotm_core.plans.verify import verify_plan
-    from autotm_core.simulation import simulate
-
-    best: _Incumbent | None = None
-    for plan in start_plans:
-        try:
-            assignment = assign_offsets(plan, graph, system, alignment_nbytes=alignment_nbytes)
-        except AutotmError as exc:
-            logger.info("start plan %r cannot be packed: %s", plan.planner, exc.message)
-            continue
-        if not assignment.fits or verify_plan(assignment.plan, graph, system):
-            continue
-        if costs is None:
-            costs = resolve_costs(graph, system)
-        step = float(simulate(assignment.plan, graph, system, costs).step_seconds)
-        if best is None or step < best.step_seconds:
-            best = _Incumbent(assignment=assignment, step_seconds=step,
-                              source=plan.planner or "a start plan")
-    return best
+def _fitted(best: Held, packing: Packing, result: PlanResult | None, rounds: list[FitRound],
+            limits: Mapping[str, np.ndarray], bound: float | None,
+            interrupted: bool) -> FittedPlan:
+    """The loop's answer: ``best``, the fastest held plan that packs."""
+    if (bound is not None and best.source.round == 0
+            and best.step_seconds < bound * (1 - 1e-9)):
+        # a held plan outside the model (see model_restrictions): no bound on it is known
+        logger.info("the held plan of %s is faster than the model's bound: no bound is "
+                    "reported", best.source.describe())
+        bound = None
+    return FittedPlan(plan=best.plan, result=result, assignment=packing.assignment(best.plan),
+                      rounds=tuple(rounds), limits=_frozen(limits), bound_seconds=bound,
+                      source=best.source, interrupted=interrupted)
 
 
 def _gave_up(graph: Graph, rounds: list[FitRound], why: str,
-             assignment: Any = None) -> CapacityError:
+             assignment: OffsetAssignment | None = None) -> CapacityError:
     where = ""
     if assignment is not None and assignment.overflows:
         o = max(assignment.overflows, key=lambda o: o.overflow_nbytes)
@@ -349,5 +384,5 @@ def _gave_up(graph: Graph, rounds: list[FitRound], why: str,
     )
 
 
-__all__ = ["DEFAULT_MAX_ROUNDS", "WINDOW_KERNELS", "FitRound", "FittedPlan",
-           "plan_with_addresses", "tighten"]
+__all__ = ["DEFAULT_MAX_ROUNDS", "FitRound", "FittedPlan", "Packing", "plan_with_addresses",
+           "tighten"]

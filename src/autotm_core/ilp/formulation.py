@@ -42,6 +42,7 @@ import numpy as np
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import CapacityError, PlanError, UsageError
 from autotm_core.ilp.gadgets import (
+    Slot,
     State,
     TensorSlots,
     allowed_states,
@@ -100,7 +101,8 @@ class _Pair(NamedTuple):
 
 def build_model(graph: Graph, costs: KernelCosts, system: MemorySystem,
                 capacities: Capacities | None = None,
-                options: FormulationOptions | None = None) -> tuple[Any, ModelIndex]:
+                options: FormulationOptions | None = None,
+                ) -> tuple[Any, ModelIndex]:  # Any: a Pyomo ConcreteModel (Pyomo is untyped)
     """The Pyomo model of the plan problem and the index of its variables.
 
     The model is :func:`~autotm_core.solvers.pyomo.to_pyomo` of the same matrix
@@ -365,7 +367,7 @@ class _Builder:
                     delta[hi + 1].append((var, -sign * size))
 
     def _async_occupancy(self, var: int, a: State, b: State, j: int, size: float, evict: bool,
-                         interior: Any) -> None:
+                         interior: Slot) -> None:
         """Correct the interior's occupancy (counted in the state after) for a move during ``j``."""
         if evict:  # before j the tensor is still in ``a``; at j in both
             self._occupy(2 * interior.first + 1, 2 * j, size, [(var, a.pools)])

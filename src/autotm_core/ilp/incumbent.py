@@ -23,7 +23,6 @@ full model and never worse than the held plan, which is its starting solution.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import attrs
 import numpy as np
@@ -35,6 +34,7 @@ from autotm_core.solvers.base import (
     MatrixProblem,
     Solver,
     SolverConfig,
+    SolveResult,
     TerminationCondition,
     settle_status,
 )
@@ -51,10 +51,10 @@ class RelaxAndFix:
 
     values: np.ndarray
     """One value per variable of the model."""
-    result: Any
+    result: SolveResult
     """The :class:`~autotm_core.solvers.SolveResult` of the fixed MIP, with the LP
     relaxation's objective as its best bound (so its gap is proven for the full model)."""
-    row_duals: Any = None
+    row_duals: np.ndarray | None = None
     """The LP relaxation's row duals, when asked for."""
     trail: tuple[np.ndarray, ...] = ()
     """Earlier solutions the search held (windows), oldest first, each slower than

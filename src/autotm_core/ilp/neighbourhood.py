@@ -7,7 +7,8 @@ time asked for (asynchronous models of large graphs: Inception v4 b64 has
 only moves its copies; the gain of overlap needs states to change too (a tensor
 fetched during an earlier compute-bound kernel instead of read from the slow pool,
 room made for it by an earlier eviction). So, a window of
-:data:`WINDOW_KERNELS` kernels at a time:
+the strategy's :attr:`~autotm_core.ilp.search.strategy.Strategy.window_kernels`
+kernels at a time:
 
 - the decisions anchored in the window (state variables of slots beginning there,
   edges of transitions there, configurations of its kernels) are free, binary;
@@ -40,7 +41,6 @@ import attrs
 import numpy as np
 
 from autotm_core.errors import AutotmError, SolveInterruptedError
-from autotm_core.ilp.budget import MIN_SOLVE_SECONDS
 from autotm_core.ilp.incumbent import RelaxAndFix
 from autotm_core.ilp.lp import to_matrix_problem
 from autotm_core.ilp.model_index import EDGE, OCCUPANCY, TIME, ModelIndex
@@ -52,71 +52,42 @@ from autotm_core.solvers.base import (
 )
 
 if TYPE_CHECKING:
+    from autotm_core.ilp.search.strategy import Strategy
     from autotm_core.solvers.base import Solver
 
 logger = logging.getLogger(__name__)
 
-WINDOW_KERNELS = 60
-"""The most kernels per window. At Inception v4 b64 (optane-2019 4:1) a window of 60
-kernels is a sub-model of 15,000-20,000 columns that HiGHS solves in 0.3-1 s; 40 s of
-windows took the synchronous plan from 3.5893 s to 3.5217 s (0.981x; windows of 100
-kernels: 0.985x, of 150: 0.987x)."""
-
-MODEL_WINDOWS = 4
-"""A window has no more than the model's kernels over this (VGG-19 b128, 142 kernels,
-optane-2019 4:1: windows of 30 kernels gained 1.3% in 30 s, of 60 kernels 1.0%)."""
-
-WINDOW_SECONDS = 3.0
-"""The most one window's solve may take."""
-
-TRAIL_LENGTH = 8
-"""The most replaced incumbents a search keeps as fallbacks, newest: each is a full copy
-of the values (3.5 MB at Inception v4's 441,470 columns; a 60 s search replaced 20-40).
-The one fallback used so far was one step back (VGG-19 b128, optane-2019 4:1)."""
-
-MIN_SEARCH_SECONDS = 5 * WINDOW_SECONDS
-"""Callers do not start windows with less time than this: a window or two rarely gain,
-where retiming the whole model does (GPT-2 4 layers b256, gpu-h200 4:1, --time-limit 20:
-7 s for the asynchronous stage; retiming for all of it reached 9.691 s, a third of it
-then one window 9.777 s, windows alone nothing over the synchronous 9.859 s)."""
-
-IMPROVEMENT_TOLERANCE = 1e-7
-"""A window's solution replaces the incumbent only when better by this fraction of it."""
-
-
 def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
-                       deadline: float | None, relative_gap: float,
-                       window_kernels: int | None = None,
-                       window_seconds: float = WINDOW_SECONDS,
+                       deadline: float | None, relative_gap: float, strategy: Strategy,
                        accept: Callable[[np.ndarray], bool] | None = None) -> RelaxAndFix:
-    """``start`` improved window by window (see the module docstring), ``window_kernels``
-    kernels at a time (default :data:`WINDOW_KERNELS`), until ``deadline`` (a
-    :func:`time.perf_counter` reading; ``None``: until a pass gains nothing).
+    """``start`` improved window by window (see the module docstring), sized and timed by
+    ``strategy``, until ``deadline`` (a :func:`time.perf_counter` reading; ``None``: until a
+    pass gains nothing).
 
     ``start`` is a feasible solution of ``index``'s model (one value per column). The
     result's :attr:`~autotm_core.ilp.incumbent.RelaxAndFix.trail` holds the newest
-    :data:`TRAIL_LENGTH` incumbents it replaced, oldest first; its solve says the best
-    objective found, no bound, the seconds of every solve, and why the search ended:
-    ``time_limit`` at the deadline, else ``unknown`` (a pass gained nothing: not proven
-    optimal). A failing solve ends the search with the best solution found so far;
-    Ctrl-C raises ``KeyboardInterrupt``.
+    :attr:`~autotm_core.ilp.search.strategy.Strategy.trail_length` incumbents it replaced,
+    oldest first; its solve says the best objective found, no bound, the seconds of every
+    solve, and why the search ended: ``time_limit`` at the deadline, else ``unknown`` (a
+    pass gained nothing: not proven optimal). A failing solve ends the search with the best
+    solution found so far; Ctrl-C raises ``KeyboardInterrupt``.
     """
-    window_kernels = window_kernels or WINDOW_KERNELS  # read now: a caller may change it
     model = _Windows(index, solver)
     n = model.n
-    width = max(1, min(window_kernels, n // MODEL_WINDOWS))
+    width = max(1, min(strategy.window_kernels, n // strategy.model_windows))
     starts = sorted({*range(0, n - width + 1, max(1, width // 2)), n - width}) if n > width else []
     values = np.asarray(start, dtype=np.float64).copy()
     best = initial = float(model.cost @ values)
     windows, gains, refused = 0, 0, 0
-    trail: deque[np.ndarray] = deque(maxlen=TRAIL_LENGTH)  # incumbents replaced, oldest first
+    # incumbents replaced, oldest first
+    trail: deque[np.ndarray] = deque(maxlen=strategy.trail_length)
     tried: set[int] = set()
     gained_in_pass = False
     config = SolverConfig(relative_gap=min(relative_gap, 1e-4), warm_start=True)
     termination = TerminationCondition.UNKNOWN
     while True:
         left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left < MIN_SOLVE_SECONDS:
+        if left is not None and left < strategy.min_solve_seconds:
             termination = TerminationCondition.TIME_LIMIT
             break
         untried = [s for s in starts if s not in tried]
@@ -129,7 +100,8 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
         score = model.scores(values)
         first = max(untried, key=lambda s: score[s + width] - score[s])
         tried.add(first)
-        limit = window_seconds if left is None else min(window_seconds, left)
+        limit = (strategy.window_seconds if left is None
+                 else min(strategy.window_seconds, left))
         try:
             candidate = model.solve(values, first, first + width,
                                     attrs.evolve(config, time_limit_seconds=limit))
@@ -141,7 +113,7 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
         if candidate is None:
             continue
         objective = float(model.cost @ candidate)
-        if objective < best * (1 - IMPROVEMENT_TOLERANCE):
+        if objective < best * (1 - strategy.improvement_tolerance):
             if accept is not None and not accept(candidate):
                 refused += 1
                 continue
@@ -231,4 +203,4 @@ class _Windows:
                            n_binaries=lp.n_binaries, n_constraints=lp.n_rows)
 
 
-__all__ = ["MIN_SEARCH_SECONDS", "WINDOW_KERNELS", "WINDOW_SECONDS", "improve_by_windows"]
+__all__ = ["improve_by_windows"]

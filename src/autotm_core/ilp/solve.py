@@ -28,22 +28,6 @@ CAPABILITY_WORDS = {
 """What each field of :class:`~autotm_core.solvers.SolverCapabilities` means, for messages."""
 
 
-def resolve_solver(solver: str | Solver) -> Solver:
-    """The backend ``solver`` names (a usable plugin, else :class:`PluginError`), or ``solver``
-    itself when it is a backend object (checked against the protocol)."""
-    from autotm_core.plugins import get_solver, is_solver
-
-    if isinstance(solver, str):
-        return get_solver(solver)
-    if not is_solver(solver):
-        raise UsageError(
-            f"{solver!r} is not a solver: it lacks the autotm_core.solvers.Solver protocol",
-            hint="give a solver's name (highs, cbc, glpk) or an object with name, description, "
-                 "capabilities, unavailable_reason() and solve(problem, config, start)",
-        )
-    return solver
-
-
 def require(backend: Solver, *needed: str, purpose: str, instead: str) -> None:
     """Raise one :class:`UsageError` when ``backend`` lacks any capability in ``needed``.
 

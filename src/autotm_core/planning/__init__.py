@@ -4,6 +4,7 @@
   :class:`~autotm_core.capacity.Limit`; :func:`load_problem` from what a user writes.
 - :data:`PLANNERS` (:mod:`.planners`): every planner by name, ILP and baseline.
 - :func:`plan` (:mod:`.plan`): the one function that plans a point; it always verifies.
+- :class:`PlanSettings` (:mod:`.settings`): how a point is planned, one typed record.
 - :class:`Outcome` (:mod:`.outcome`): the plan, its simulation, its step time, the
   solve's statistics, the address fitting, the 2LM cache model's result.
 - :func:`compare_baselines` (:mod:`.compare`): the baselines at the same point.
@@ -13,16 +14,12 @@ Importing this package imports neither Pyomo nor a solver.
 """
 
 from autotm_core.capacity import Limit, PoolLimit
+from autotm_core.ilp.fitting import DEFAULT_MAX_ROUNDS
+from autotm_core.ilp.search.pool import WarmStart
 from autotm_core.planning.compare import Comparison, compare_baselines
-from autotm_core.planning.mode import AUTO_THRESHOLD_KERNELS, PlanMode, resolve_mode
+from autotm_core.planning.mode import PlanMode, resolve_mode
 from autotm_core.planning.outcome import Addresses, ModelSize, Outcome, SolveStats
-from autotm_core.planning.plan import (
-    DEFAULT_MAX_ROUNDS,
-    DEFAULT_RELATIVE_GAP,
-    CacheOptions,
-    check_settings,
-    plan,
-)
+from autotm_core.planning.plan import plan
 from autotm_core.planning.planners import (
     BASELINE_PLANNERS,
     COMPARED_BASELINES,
@@ -33,9 +30,9 @@ from autotm_core.planning.planners import (
     get_planner,
 )
 from autotm_core.planning.problem import Problem, load_problem
+from autotm_core.planning.settings import DEFAULT_RELATIVE_GAP, CacheOptions, PlanSettings
 
 __all__ = [
-    "AUTO_THRESHOLD_KERNELS",
     "BASELINE_PLANNERS",
     "COMPARED_BASELINES",
     "DEFAULT_MAX_ROUNDS",
@@ -49,12 +46,13 @@ __all__ = [
     "ModelSize",
     "Outcome",
     "PlanMode",
+    "PlanSettings",
     "Planner",
     "PlannerKind",
     "PoolLimit",
     "Problem",
     "SolveStats",
-    "check_settings",
+    "WarmStart",
     "compare_baselines",
     "get_planner",
     "load_problem",

@@ -52,7 +52,7 @@ import numpy as np
 from scipy import sparse
 
 from autotm_core.arrays import FloatArray, IntArray
-from autotm_core.costs.model import KernelCosts
+from autotm_core.costs.model import least_kernel_seconds
 from autotm_core.ir.liveness import Liveness
 from autotm_core.memory import MemorySystem
 from autotm_core.planning.problem import Problem
@@ -111,22 +111,6 @@ def crossing_rates(system: MemorySystem) -> tuple[float, float]:
         rate_out += max(out.sync_bytes_per_second, out.async_bytes_per_second
                         + (0.0 if out.kernel_traffic else pool.write_bytes_per_second))
     return rate_in, rate_out
-
-
-def least_kernel_seconds(costs: KernelCosts, n_kernels: int) -> FloatArray:
-    """``(n_kernels,)`` seconds no configuration of each kernel beats (0 for a kernel the
-    costs give no configuration)."""
-    separable = costs.separable()
-    if separable is not None:
-        # each term at its cheapest pool per tensor: no configuration's max of terms is less
-        cheapest = separable.coefficients.min(axis=2)  # (n_entries, n_terms)
-        sums = np.zeros_like(separable.constants)
-        owner = np.repeat(np.arange(separable.n_kernels), np.diff(separable.kernel_ptr))
-        np.add.at(sums, owner, cheapest)
-        return np.asarray((separable.constants + sums).max(axis=1), dtype=np.float64)
-    tables = (costs.table(k).seconds for k in range(n_kernels))
-    return np.array([float(seconds.min()) if len(seconds) else 0.0 for seconds in tables],
-                    dtype=np.float64)
 
 
 SMALL_TENSOR_FRACTION = 1e-4

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import enum
 
+from autotm_core.ilp.search.strategy import DEFAULT_STRATEGY
 from autotm_core.ir import Graph
 from autotm_core.units import parse_choice
-
-AUTO_THRESHOLD_KERNELS = 2000
-"""``auto`` plans graphs with more kernels than this approximately: on a 2-core machine the
-exact planner took about 5 s for a 1,000-kernel training chain and 45 s for 5,000 (to 1%),
-while the approximate one plans 20,000 in a minute with a stated bound."""
 
 
 class PlanMode(enum.Enum):
@@ -22,7 +18,9 @@ class PlanMode(enum.Enum):
     """:func:`autotm_core.ilp.approximate.plan_approximate`: reductions, a time budget,
     never worse than greedy, with a lower bound."""
     AUTO = "auto"
-    """Exact up to :data:`AUTO_THRESHOLD_KERNELS` kernels, approximate above."""
+    """Exact up to the strategy's
+    :attr:`~autotm_core.ilp.search.strategy.Strategy.approximate_above_kernels` kernels,
+    approximate above."""
 
     @classmethod
     def parse(cls, value: PlanMode | str) -> PlanMode:
@@ -31,7 +29,7 @@ class PlanMode(enum.Enum):
 
 
 def resolve_mode(graph: Graph, mode: PlanMode | str, *,
-                 threshold_kernels: int = AUTO_THRESHOLD_KERNELS) -> PlanMode:
+                 threshold_kernels: int = DEFAULT_STRATEGY.approximate_above_kernels) -> PlanMode:
     """``EXACT`` or ``APPROXIMATE``: ``mode`` itself, or for ``auto`` the one ``graph``'s size
     calls for."""
     mode = PlanMode.parse(mode)

@@ -20,9 +20,9 @@ from autotm_core.plans.model import Plan
 if TYPE_CHECKING:
     from autotm_core.addresses import OffsetAssignment
     from autotm_core.baselines import CacheResult
-    from autotm_core.ilp.budget import Phase
     from autotm_core.ilp.fitting import FitRound
     from autotm_core.ilp.reductions import Reductions
+    from autotm_core.ilp.search.budget import Phase
     from autotm_core.simulation import Simulation
 
 

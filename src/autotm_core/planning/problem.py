@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from typing import Any
 
 import attrs
 
@@ -42,7 +41,7 @@ class Problem:
     """Kernel costs for :attr:`system`'s pools (roofline or a cost file)."""
     limit: Limit = attrs.field(factory=Limit, converter=_to_limit)
     """Capacity limits of some pools (empty: the system's own)."""
-    memo: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    memo: dict[str, float | None] = attrs.field(factory=dict, repr=False)
     """Facts that do not depend on the limit (the all-fast time), shared by
     :meth:`with_limit`; not part of the problem's meaning."""
 

@@ -33,7 +33,7 @@ import attrs
 from autotm_core.capacity import Limit
 from autotm_core.errors import FormatError, UsageError
 from autotm_core.formats.document import Fields, envelope, read_document, write_document
-from autotm_core.planning import PlanMode, check_settings, get_planner
+from autotm_core.planning import PlanMode, PlanSettings, get_planner
 from autotm_core.solvers.base import DEFAULT_SOLVER
 from autotm_core.sweep.point import SweepPoint
 
@@ -107,8 +107,8 @@ def _unique_names(_instance: object, _attribute: attrs.Attribute,
 
 
 def _settings(instance: Grid, _attribute: attrs.Attribute, _value: object) -> None:
-    check_settings(time_limit_seconds=instance.time_limit_seconds,
-                   relative_gap=instance.relative_gap)
+    PlanSettings(time_limit_seconds=instance.time_limit_seconds,
+                 relative_gap=instance.relative_gap)
 
 
 @attrs.frozen(kw_only=True)

@@ -20,7 +20,8 @@ from typing import Any
 import attrs
 
 from autotm_core.errors import CapacityError, PlanError, SolveInterruptedError, SolverError
-from autotm_core.planning import PlanMode, get_planner
+from autotm_core.ilp.search.pool import Source, WarmStart
+from autotm_core.planning import PlanMode, PlanSettings, get_planner
 from autotm_core.plans.model import Plan
 from autotm_core.solvers.base import DEFAULT_SOLVER
 
@@ -58,6 +59,13 @@ class SweepPoint:
     """ILP planning mode: ``exact``, ``approximate`` or ``auto``."""
     addresses: bool = True
     """Whether ILP plans get addresses that fit (as ``solve`` gives them)."""
+
+    @property
+    def settings(self) -> PlanSettings:
+        """How the point is planned."""
+        return PlanSettings(mode=self.mode, addresses=self.addresses, solver=self.solver,
+                            time_limit_seconds=self.time_limit_seconds,
+                            relative_gap=self.relative_gap)
 
     @property
     def key(self) -> str:
@@ -145,13 +153,13 @@ def run_point(point: SweepPoint) -> PointResult:
 
 
 def plan_point(point: SweepPoint, *,
-               start_plans: Sequence[Plan] = ()) -> tuple[PointResult, Plan | None]:
+               start_plans: Sequence[Plan | WarmStart] = ()) -> tuple[PointResult, Plan | None]:
     """Plan ``point``; also return the plan (``None`` without one).
 
     An ILP point is warm-started from ``start_plans`` too (a neighbouring point's
-    plan). Raises KeyboardInterrupt when the solver was interrupted (the point is
-    then not finished); a point where no plan fits or none was found gives a
-    ``no-plan`` result.
+    plan, the plans of other planners at the same point). Raises KeyboardInterrupt when the
+    solver was interrupted (the point is then not finished); a point where no plan fits or
+    none was found gives a ``no-plan`` result.
     """
     from autotm_core.planning import load_problem, plan
 
@@ -162,9 +170,7 @@ def plan_point(point: SweepPoint, *,
                        n_kernels=len(problem.graph.kernels))
     started = time.perf_counter()
     try:
-        outcome = plan(problem, point.planner, mode=point.mode, addresses=point.addresses,
-                       solver=point.solver, time_limit_seconds=point.time_limit_seconds,
-                       relative_gap=point.relative_gap, warm_starts=start_plans)
+        outcome = plan(problem, point.planner, point.settings, warm_starts=start_plans)
     except SolveInterruptedError:
         raise KeyboardInterrupt from None  # Ctrl-C: the point is not finished
     except (CapacityError, SolverError, PlanError) as exc:
@@ -186,3 +192,46 @@ def plan_point(point: SweepPoint, *,
         n_constraints=None if model is None else model.constraints,
         n_nonzeros=None if model is None else model.nonzeros)
     return result, outcome.plan
+
+
+def held_source(point: SweepPoint) -> Source:
+    """Where a plan made at ``point`` came from, as the other planners at the same point are
+    offered it."""
+    from autotm_core.ilp.search import Origin
+
+    formulation = get_planner(point.planner).formulation
+    if formulation is None:
+        return Source(Origin.BASELINE, name=point.planner)
+    return Source(Origin.SOLVE, formulation)
+
+
+def run_same_point(points: Sequence[SweepPoint]) -> list[PointResult]:
+    """Plan ``points`` (every planner at one graph, system and limit) one after another, the
+    simplest first, each offered the plans already made: on a worker (process or Dask) the
+    order static >= synchronous >= asynchronous >= the held baselines holds as in one
+    process."""
+    made: list[WarmStart] = []
+    results = []
+    for point in simplest_first(points):
+        result, plan_ = plan_point(point, start_plans=tuple(made))
+        if plan_ is not None:
+            made.append(WarmStart(plan_, held_source(point)))
+        results.append(result)
+    return results
+
+
+def simplest_first(points: Sequence[SweepPoint]) -> list[SweepPoint]:
+    """``points`` with each graph's baselines first, then its ILP formulations from the
+    simplest; otherwise in the order given (limits keep theirs)."""
+    from autotm_core.planning.ilp import CHAIN
+
+    graphs: dict[tuple[str, str], int] = {}
+    for p in points:
+        graphs.setdefault((p.graph, p.system), len(graphs))
+
+    def rank(p: SweepPoint) -> tuple[int, int]:
+        formulation = get_planner(p.planner).formulation
+        return graphs[p.graph, p.system], 0 if formulation is None else 1 + CHAIN.index(
+            formulation)
+
+    return sorted(points, key=rank)

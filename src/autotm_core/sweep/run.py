@@ -2,16 +2,16 @@
 
 Points run one after another in this process, or on any ``concurrent.futures``
 executor (:mod:`autotm_core.sweep.parallel` makes local-process and Dask ones);
-either way the results come back in the sweep's order and are the same. Each
-ILP point is warm-started from the best of the greedy baseline's plan and, when
-points run in this process, the plan of the previous point of the same graph and
-planner (its neighbour in the sweep; it is used when it fits the new limit) and
-every plan already made at the same point (graph, system and limit) by another
-planner. In this process the points of one graph run baselines first, then the
-ILP's formulations from the simplest (static, synchronous, asynchronous), so a
-richer formulation is offered the simpler ones' plans and never reports a
-slower step than they did (every static plan is a synchronous plan, and every
-synchronous plan an asynchronous one).
+either way the results come back in the sweep's order. Every solver named is
+checked before any point is planned. The planners of one point (graph, system and
+limit) run one after another — in this process, or together on one worker —
+baselines first, then the ILP's formulations from the simplest (static,
+synchronous, asynchronous), each ILP point offered every plan already made at the
+same point, with where it came from: a richer formulation never reports a slower
+step than they did (every static plan is a synchronous plan, and every
+synchronous plan an asynchronous one). In this process an ILP point is also
+offered the plan of the previous point of the same graph and planner (its
+neighbour in the sweep; used when it fits the new limit).
 With a results file, every finished point is written to it at once; a rerun with
 the same file skips the points already in it.
 """
@@ -26,9 +26,17 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from autotm_core.errors import UsageError
+from autotm_core.ilp.search.pool import WarmStart
 from autotm_core.planning import get_planner
 from autotm_core.plans.model import Plan
-from autotm_core.sweep.point import PointResult, SweepPoint, plan_point, run_point
+from autotm_core.sweep.point import (
+    PointResult,
+    SweepPoint,
+    held_source,
+    plan_point,
+    run_same_point,
+    simplest_first,
+)
 from autotm_core.sweep.results import SweepResults, load_results, save_results
 
 logger = logging.getLogger(__name__)
@@ -70,6 +78,7 @@ def run_sweep(
     On KeyboardInterrupt the points finished so far are kept (and written) and
     the returned results say ``interrupted``.
     """
+    _check_solvers(points)  # an unknown solver is refused before any work, nothing written
     known: dict[str, PointResult] = {}
     if results_path is not None and Path(results_path).exists():
         known = {r.point.key: r for r in load_results(results_path)}
@@ -94,15 +103,15 @@ def run_sweep(
     try:
         if executor is None:
             neighbour: dict[tuple[str, ...], Plan] = {}
-            at_point: dict[tuple[str, ...], list[Plan]] = {}
-            for p in _simplest_first(todo):
+            at_point: dict[tuple[str, ...], list[WarmStart]] = {}
+            for p in simplest_first(todo):
                 line = (p.graph, p.system, p.planner, p.solver, p.mode)
                 same = at_point.setdefault((p.graph, p.system, p.limit), [])
                 start = ((neighbour[line],) if line in neighbour else ()) + tuple(same)
                 result, plan = plan_point(p, start_plans=start)
                 if plan is not None:
                     neighbour[line] = plan
-                    same.append(plan)
+                    same.append(WarmStart(plan, held_source(p)))
                 finished(result)
         else:
             _run_on(executor, todo, finished)
@@ -113,29 +122,26 @@ def run_sweep(
     return SweepResults(points=ordered, interrupted=interrupted, n_planned=len(points))
 
 
-def _simplest_first(points: Sequence[SweepPoint]) -> list[SweepPoint]:
-    """``points`` with each graph's baselines first, then its ILP formulations from the
-    simplest; otherwise in the order given (limits keep theirs)."""
-    from autotm_core.planning.ilp import CHAIN
+def _check_solvers(points: Sequence[SweepPoint]) -> None:
+    """One error naming the first solver of an ILP point that cannot run here."""
+    from autotm_core.plugins import get_solver
 
-    graphs: dict[tuple[str, str], int] = {}
-    for p in points:
-        graphs.setdefault((p.graph, p.system), len(graphs))
-
-    def rank(p: SweepPoint) -> tuple[int, int]:
-        formulation = get_planner(p.planner).formulation
-        return graphs[p.graph, p.system], 0 if formulation is None else 1 + CHAIN.index(
-            formulation)
-
-    return sorted(points, key=rank)
+    for solver in dict.fromkeys(p.solver for p in points if get_planner(p.planner).is_ilp):
+        get_solver(solver)
 
 
 def _run_on(executor: concurrent.futures.Executor, todo: Iterable[SweepPoint],
             finished: Callable[[PointResult], None]) -> None:
-    futures = [executor.submit(run_point, p) for p in todo]
+    """Each point's planners on one worker, one after another (see
+    :func:`~autotm_core.sweep.point.run_same_point`)."""
+    same: dict[tuple[str, str, str], list[SweepPoint]] = {}
+    for p in todo:
+        same.setdefault((p.graph, p.system, p.limit), []).append(p)
+    futures = [executor.submit(run_same_point, group) for group in same.values()]
     try:
         for future in concurrent.futures.as_completed(futures):
-            finished(future.result())
+            for result in future.result():
+                finished(result)
     finally:
         for future in futures:
             future.cancel()

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from autotm_core.costs import resolve_costs
 from autotm_core.errors import UsageError
 from autotm_core.examples.networks import mlp, training_chain
 from autotm_core.ilp.approximate import plan_approximate
+from autotm_core.ilp.options import Formulation
 from autotm_core.ilp.planner import plan_graph
+from autotm_core.ilp.search import DEFAULT_STRATEGY, Origin, Source
 from autotm_core.plans.verify import verify_plan
+from autotm_core.plugins import get_solver
 from autotm_core.presets import preset
 
 
@@ -37,7 +41,8 @@ def test_no_time_to_solve_returns_greedy_with_the_kernel_bound():
     system = preset("optane-2019")
     capacity = int(graph.liveness.peak_nbytes * 0.4)
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=0)
-    assert result.source == "baseline/greedy" and result.termination == "not run"
+    assert result.source == Source(Origin.BASELINE, name="greedy")
+    assert result.termination.startswith("not run")
     assert result.step_seconds == result.baseline_step_seconds
     assert result.bound_source == "kernels"
     assert 0 < result.bound_seconds <= result.step_seconds
@@ -66,9 +71,11 @@ def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
     system = preset("optane-2019")
     capacity = int(graph.liveness.peak_nbytes * 0.4)
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
-                        relative_gap=0.0, stretch_kernels=6, full_solve_kernels=0)
-    assert result.source in {"rolling", "baseline/greedy"}
-    assert result.termination == "stretches planned" or result.source == "baseline/greedy"
+                              relative_gap=0.0, strategy=attrs.evolve(
+                                  DEFAULT_STRATEGY, stretch_kernels=6, full_solve_kernels=0))
+    greedy = Source(Origin.BASELINE, name="greedy")
+    assert result.source in {Source(Origin.STRETCHES, Formulation.SYNCHRONOUS), greedy}
+    assert result.termination == "stretches planned" or result.source == greedy
     assert result.bound_source == "lagrangian"
     assert verify_plan(result.plan, graph, result.system) == []
     assert result.step_seconds <= result.baseline_step_seconds
@@ -77,7 +84,8 @@ def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
     assert result.step_seconds >= exact.step_seconds * (1 - 1e-7)
     # then the whole model, started from the stretch plan, closes the gap
     full = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
-                      relative_gap=0.0, stretch_kernels=6)
+                            relative_gap=0.0,
+                            strategy=attrs.evolve(DEFAULT_STRATEGY, stretch_kernels=6))
     assert full.step_seconds == pytest.approx(exact.step_seconds, rel=1e-6)
     assert full.bound_source in {"solver", "lagrangian"} and full.gap < 1e-6
 
@@ -94,15 +102,13 @@ def test_a_solver_without_row_duals_is_refused_before_any_work(solver, monkeypat
     graph = training_chain(3)
     with pytest.raises(UsageError, match=f"solver '{solver}' cannot plan approximately: it "
                                          "lacks row duals") as info:
-        plan_approximate(graph, preset("optane-2019"), solver=solver,
+        plan_approximate(graph, preset("optane-2019"), solver=get_solver(solver),
                          fast_capacity_nbytes=graph.liveness.peak_nbytes // 2)
     assert "--solver highs" in info.value.hint and "--mode exact" in info.value.hint
 
 
 @pytest.mark.highs
 def test_the_result_names_the_solver():
-    from autotm_core.plugins import get_solver
-
     graph = training_chain(3)
     result = plan_approximate(graph, preset("optane-2019"), solver=get_solver("highs"),
                               fast_capacity_nbytes=graph.liveness.peak_nbytes // 2)
@@ -127,7 +133,7 @@ def test_a_static_plan_never_moves_and_falls_back_to_first_touch(budget):
     assert result.step_seconds <= result.baseline_step_seconds
     assert verify_plan(result.plan, graph, result.system) == []
     if budget == 0:
-        assert result.source == "baseline/first-touch"
+        assert result.source == Source(Origin.BASELINE, name="first-touch")
 
 
 @pytest.mark.highs
@@ -138,7 +144,7 @@ def test_a_start_plan_is_a_candidate_and_names_itself():
     exact = plan_graph(graph, system, fast_capacity_nbytes=capacity)
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity,
                               time_budget_seconds=0, start_plans=(exact.plan,))
-    assert result.source == "ilp/synchronous"
+    assert result.source == Source(Origin.WARM_START, name="ilp/synchronous")
     assert result.step_seconds == pytest.approx(exact.step_seconds)
     assert result.step_seconds < result.baseline_step_seconds
     assert result.bound_seconds <= result.step_seconds

@@ -38,15 +38,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from autotm_core.ilp.approximate.layout import CONFIG, EDGE, OCCUPANCY, SLOT, TIME, ModelLayout
+from autotm_core.ilp.search.strategy import DEFAULT_STRATEGY, Strategy
 from autotm_core.solvers.base import MatrixProblem
 
 logger = logging.getLogger(__name__)
 
 _INF = np.inf
-STALL_STEPS = 30
-"""Steps without a better bound after which the step length halves."""
-DEFLECTION = 0.5
-"""Share of the previous direction added to each subgradient (damps zig-zagging)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -258,7 +255,8 @@ def _start(layout: ModelLayout, relaxed: _Relaxed,
 def lagrangian_bound(layout: ModelLayout, problem: MatrixProblem, *,
                      target: float, deadline: float | None = None,
                      max_iterations: int = 3000,
-                     row_duals: np.ndarray | None = None) -> LagrangianBound:
+                     row_duals: np.ndarray | None = None,
+                     strategy: Strategy = DEFAULT_STRATEGY) -> LagrangianBound:
     """The bound of the module docstring; ``target`` is a known plan's objective (model units).
 
     ``row_duals`` (one per row of ``problem``, HiGHS's signs, NaN where unknown), for
@@ -285,7 +283,7 @@ def lagrangian_bound(layout: ModelLayout, problem: MatrixProblem, *,
             best, stalled = value, 0
         else:
             stalled += 1
-            if stalled >= STALL_STEPS:
+            if stalled >= strategy.stall_steps:
                 step, stalled = step / 2, 0
         if best >= target or step < 1e-4 or not np.isfinite(value):
             break
@@ -297,9 +295,9 @@ def lagrangian_bound(layout: ModelLayout, problem: MatrixProblem, *,
         g_cyc = relaxed.a_cyclic @ x - relaxed.b_cyclic
         g_cyc = np.where(mu > 0, g_cyc, np.maximum(g_cyc, 0.0))
         if previous is not None:
-            g_cap, g_time, g_cyc = (g_cap + DEFLECTION * previous[0],
-                                    g_time + DEFLECTION * previous[1],
-                                    g_cyc + DEFLECTION * previous[2])
+            g_cap, g_time, g_cyc = (g_cap + strategy.deflection * previous[0],
+                                    g_time + strategy.deflection * previous[1],
+                                    g_cyc + strategy.deflection * previous[2])
         previous = (g_cap, g_time, g_cyc)
         if not (g_cap.any() or g_time.any() or g_cyc.any()):
             break

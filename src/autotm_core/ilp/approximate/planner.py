@@ -1,25 +1,28 @@
 """Plans for very large graphs within a time budget, with a stated worst-case gap.
 
-:func:`plan_approximate` builds the one formulation
+:func:`plan_approximate` runs :data:`APPROXIMATE_STEPS` over an
+:class:`ApproximateSearch`: it builds the one formulation
 (:func:`~autotm_core.ilp.formulation.build_program`), fixes what the exact
 reductions allow (:mod:`autotm_core.ilp.reductions`) and plans the program a
-stretch of ``stretch_kernels`` kernels at a time
-(:mod:`autotm_core.ilp.approximate.rolling`; a graph no longer than one stretch is
-one relax-and-fix of the whole model). The LP prices of those stretches start a
-Lagrangian relaxation of the whole model
+stretch of the strategy's ``stretch_kernels`` kernels at a time
+(:mod:`autotm_core.ilp.approximate.rolling`). The LP prices of those stretches
+start a Lagrangian relaxation of the whole model
 (:mod:`autotm_core.ilp.approximate.lagrangian`), whose value is a lower bound. The
 asynchronous formulation, whose stretches' LP relaxations do not pay, improves the
 fastest held plan (the synchronous stage's) a window of kernels at a time instead
 (:mod:`autotm_core.ilp.neighbourhood`); its Lagrangian relaxation starts from zero
-prices, and the whole model is not solved after.
-When that bound does not already prove the plan within ``relative_gap``, graphs
-of up to ``full_solve_kernels`` kernels hand the whole model to the solver for
-what is left of the budget, started from the stretch plan. It returns the best
-verified plan with the best lower bound found: the solver's, the Lagrangian one,
-or every kernel at its fastest. Never worse than the baseline the formulation
-should beat (first-touch's plan for the static formulation, greedy's for the
-others) or any start plan offered that the formulation allows (a static plan has
-no moves, a synchronous one no asynchronous moves): they are candidates too.
+prices, and the whole model is not solved after. When that bound does not already
+prove the plan within ``relative_gap``, graphs of up to ``full_solve_kernels``
+kernels hand the whole model to the solver for what is left of the budget, started
+from the stretch plan. A model whose build (estimated from its size) does not fit
+the time left is not built: the best held plan is returned.
+
+Every plan goes into the search's :class:`~autotm_core.ilp.search.pool.IncumbentPool`
+with the baseline the formulation should beat (first-touch's plan for the static
+formulation, greedy's for the others) and the start plans offered; the answer is
+the fastest one the formulation allows (a static plan has no moves, a synchronous
+one no asynchronous moves), with the best lower bound found: the solver's, the
+Lagrangian one, or every kernel at its fastest.
 
 Every solve runs on the solver given, which must declare integer variables and
 row duals (the stretches' LP prices start the bound) in its
@@ -29,48 +32,33 @@ work with one :class:`~autotm_core.errors.UsageError`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
-from autotm_core.errors import AutotmError, PlanError, SolverError
+from autotm_core.errors import AutotmError, SolverError
+from autotm_core.ilp.approximate.layout import ModelLayout
+from autotm_core.ilp.model_index import ModelIndex
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ilp.reductions import Reductions
+from autotm_core.ilp.search.budget import Budget
+from autotm_core.ilp.search.events import Listener, ModelBuilt, ignore
+from autotm_core.ilp.search.pool import Bound, IncumbentPool, Origin, Source, gap_of
+from autotm_core.ilp.search.runner import run_steps
+from autotm_core.ilp.search.strategy import DEFAULT_STRATEGY, Strategy
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.model import MoveKind, Plan
+from autotm_core.plans.model import Plan
 from autotm_core.simulation import Simulation
-from autotm_core.solvers.base import DEFAULT_SOLVER, Solver
+from autotm_core.solvers.base import DEFAULT_SOLVER, MatrixProblem, Solver, TerminationCondition
 
 logger = logging.getLogger(__name__)
-
-MIN_SOLVE_SECONDS = 1.0
-"""Below this much budget left after building, the solver is not started (the baseline's
-plan)."""
-
-STRETCH_KERNELS = 1000
-"""Kernels planned at once by the rolling planner."""
-MARGIN_KERNELS = 250
-"""Kernels after each stretch that its slice sees, relaxed."""
-BOUND_RESERVE_SECONDS = 6.0
-BOUND_RESERVE_SHARE = 0.1
-"""The rolling planner stops this much (the smaller) before the budget's end, leaving time
-for the bound, decoding and verifying."""
-FINISH_SECONDS = 2.0
-"""The bound stops this long before the budget's end: decoding, verifying and simulating
-the plan take about a second at 20,000 kernels."""
-LAGRANGIAN_STEPS = 1000
-"""Most subgradient steps of the Lagrangian bound (the budget usually stops it first)."""
-FULL_SOLVE_LAGRANGIAN_STEPS = 100
-"""As many, when the whole model is solved afterwards (it gets the rest of the budget)."""
-FULL_SOLVE_KERNELS = 6000
-"""Up to this many kernels, the whole model is solved after the rolling plan, started from it."""
 
 
 @attrs.frozen(kw_only=True)
@@ -82,11 +70,9 @@ class ApproximatePlanResult:
     formulation)."""
     simulation: Simulation
     """The simulator's :class:`~autotm_core.simulation.Simulation` of the plan."""
-    source: str
-    """Where the plan came from: ``"ilp"`` (the whole model's incumbent), ``"rolling"``
-    (planned a stretch at a time), ``"windows"`` (asynchronous: the fastest held plan
-    improved a window of kernels at a time), or the planner name of the baseline's plan or
-    the start plan returned (e.g. ``"baseline/greedy"``)."""
+    source: Source
+    """Where the plan came from: the whole model's solve, the stretches, the windows, the
+    baseline or a held plan."""
     baseline: str
     """The baseline the formulation should beat, whose plan is a candidate: ``"first-touch"``
     (static) or ``"greedy"``."""
@@ -103,10 +89,10 @@ class ApproximatePlanResult:
     """Why planning stopped: the whole-model solve's termination when it ran, else
     ``"stretches planned"`` or ``"windows improved the held plan (...)"``, or ``"not run"``
     when the budget was spent before."""
-    reductions: Reductions
-    """The fixings applied, and what each reduction removed."""
+    reductions: Reductions | None
+    """The fixings applied, and what each reduction removed (``None``: no model was built)."""
     n_variables: int
-    """Variables of the model."""
+    """Variables of the model (0: not built)."""
     n_binaries: int
     """Binary variables of the model."""
     n_nonzeros: int
@@ -125,6 +111,8 @@ class ApproximatePlanResult:
     """Name of the solver plugin that ran the solves (e.g. ``"highs"``)."""
     solver_version: str = ""
     """Its version, as it reports it (``""`` when it did not run)."""
+    interrupted: bool = False
+    """Whether Ctrl-C stopped the whole-model solve (the plan is the best found before)."""
 
     @property
     def step_seconds(self) -> float:
@@ -134,8 +122,350 @@ class ApproximatePlanResult:
     @property
     def gap(self) -> float:
         """Worst-case relative distance from the optimum: ``(step - bound) / step``."""
-        step = self.step_seconds
-        return 0.0 if step <= 0 else max(0.0, (step - self.bound_seconds) / step)
+        return gap_of(self.step_seconds, self.bound_seconds) or 0.0
+
+
+@attrs.define
+class ApproximateSearch:
+    """The state of one approximate search (see the module docstring)."""
+
+    graph: Graph
+    system: MemorySystem
+    costs: KernelCosts
+    options: FormulationOptions
+    solver: Solver
+    relative_gap: float
+    strategy: Strategy
+    budget: Budget
+    listener: Listener
+    pool: IncumbentPool
+    reduce: bool
+    threads: int | None
+    started: float
+    baseline: str = ""
+    baseline_step: float | None = None
+    baseline_seconds: float = 0.0
+    index: ModelIndex | None = None
+    reductions: Reductions | None = None
+    problem: MatrixProblem | None = None
+    layout: ModelLayout | None = None
+    build_seconds: float = 0.0
+    bound: float = -math.inf
+    bound_source: str = ""
+    termination: str = "not run"
+    solve_seconds: float = 0.0
+    version: str = ""
+    start: np.ndarray | None = None
+    """A complete stretch plan's values, the whole-model solve's start."""
+    target: float | None = None
+    """The objective the Lagrangian bound aims at (a plan's, model units)."""
+    row_duals: np.ndarray | None = None
+    full_solve: bool = False
+    windowed: bool = False
+    """Whether the windows improved a held plan (the stretches are then not planned)."""
+    kernel_bound: float = 0.0
+    """Every kernel at its fastest, in seconds (known once the model is built)."""
+    interrupted: bool = False
+
+    @property
+    def formulation(self) -> Formulation:
+        return self.options.formulation
+
+    @property
+    def model(self) -> ModelIndex:
+        assert self.index is not None, "the build step runs first"
+        return self.index
+
+    def offer(self, values: np.ndarray, source: Source, attributes: dict[str, object]) -> None:
+        """Decode ``values`` and offer the plan to the pool (one that fails verification is
+        logged and left out; the other candidates remain)."""
+        from autotm_core.ilp.decode import decode_plan
+
+        system = self.system
+        planner = {Origin.SOLVE: "ilp", Origin.STRETCHES: "rolling",
+                   Origin.WINDOWS: "windows"}[source.origin]
+        candidate = decode_plan(self.model, values, self.graph, system,
+                                planner=f"approximate/{planner}",
+                                capacities={p.name: p.capacity_nbytes for p in system.pools},
+                                attributes=attributes)
+        if self.pool.offer(candidate, source) is None:
+            logger.warning("the %s plan failed verification, left out", source.describe())
+
+    def held_step(self) -> float | None:
+        best = self.pool.best(self.formulation)
+        return None if best is None else best.step_seconds
+
+
+@attrs.frozen
+class Baseline:
+    """The baseline the formulation should beat: first-touch's (static), else greedy's."""
+
+    name = "held plans"
+
+    def says(self, state: ApproximateSearch) -> str:
+        return f"planning the {self.baseline(state)} baseline to beat"
+
+    def baseline(self, state: ApproximateSearch) -> str:
+        return "first-touch" if state.formulation is Formulation.STATIC else "greedy"
+
+    def wanted(self, state: ApproximateSearch) -> bool:
+        return True
+
+    def run(self, state: ApproximateSearch) -> None:
+        from autotm_core.baselines import first_touch, greedy
+
+        started = time.perf_counter()
+        name = state.baseline = self.baseline(state)
+        source = Source(Origin.BASELINE, name=name)
+        known = state.pool.held(source)
+        if known is not None:  # the caller's pool holds it already
+            state.baseline_step = known.step_seconds
+            return
+        make = first_touch if name == "first-touch" else greedy
+        try:
+            plan = make(state.graph, state.system,
+                        fast_capacity_nbytes=state.system.fast.capacity_nbytes)
+        except AutotmError as exc:
+            logger.info("no %s plan: %s", name, exc.message)
+        else:
+            held = state.pool.offer(plan, source)
+            state.baseline_step = None if held is None else held.step_seconds
+        state.baseline_seconds += time.perf_counter() - started
+
+
+@attrs.frozen
+class Build:
+    """The model, its reductions and its layout in time, when the estimated build fits the
+    time left or nothing is held to return instead."""
+
+    name = "build"
+
+    def says(self, state: ApproximateSearch) -> str:
+        return (f"building the {state.formulation.value} model of {state.graph.name} "
+                f"({len(state.graph.kernels):,} kernels) to plan it a stretch at a time")
+
+    def wanted(self, state: ApproximateSearch) -> bool:
+        estimate = state.budget.build_estimate(len(state.graph.kernels), state.formulation)
+        if state.pool.best(state.formulation) is not None and not state.budget.allows(estimate):
+            state.termination = (f"not run: building the model (about {estimate:.3g} s) does "
+                                 "not fit the time left")
+            return False
+        return True
+
+    def run(self, state: ApproximateSearch) -> None:
+        from autotm_core.ilp.approximate.layout import model_layout
+        from autotm_core.ilp.formulation import build_program
+        from autotm_core.ilp.lp import to_matrix_problem
+        from autotm_core.ilp.reductions import find_reductions
+
+        started = time.perf_counter()
+        graph = state.graph
+        state.index = index = build_program(graph, state.costs, state.system,
+                                            state.options.capacities, state.options)
+        lp = index.lp
+        state.budget.built(len(graph.kernels), state.formulation, time.perf_counter() - started)
+        found = (find_reductions(index, graph, state.system, state.costs) if state.reduce
+                 else Reductions.none(lp))
+        logger.info("reductions: %s", found.summary())
+        state.reductions = found
+        state.problem = to_matrix_problem(found.apply(lp), name=graph.name)
+        state.bound = state.kernel_bound = index.objective_seconds(
+            float(sum(lp.var_lb[v] for v in index.kernel_time_vars)))
+        state.bound_source = "kernels"
+        state.layout = model_layout(index, state.problem)
+        state.build_seconds = time.perf_counter() - started
+        state.full_solve = len(graph.kernels) <= state.strategy.full_solve_kernels
+        state.listener(ModelBuilt(state.formulation.value, lp.n_vars, lp.n_binaries, lp.n_rows,
+                                  lp.n_nonzeros, state.build_seconds))
+
+
+def _reserve(state: ApproximateSearch) -> float:
+    """Seconds before the deadline at which the windows or stretches stop."""
+    remaining = state.budget.remaining() or 0.0
+    budget = remaining + (time.perf_counter() - state.started)
+    return min(state.strategy.bound_reserve_seconds,
+               state.strategy.bound_reserve_share * budget)
+
+
+def _deadline(state: ApproximateSearch, before: float) -> float | None:
+    return None if state.budget.deadline is None else state.budget.deadline - before
+
+
+@contextlib.contextmanager
+def _solving(state: ApproximateSearch) -> Iterator[None]:
+    """Count the ``with`` body's seconds as solving."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        state.solve_seconds += time.perf_counter() - started
+
+
+def _built_in_time(state: ApproximateSearch) -> bool:
+    return state.index is not None and not state.budget.expired
+
+
+@attrs.frozen
+class Windows:
+    """Asynchronous: the fastest held plan (the synchronous stage's) improved a window of
+    kernels at a time; an asynchronous stretch's LP relaxation does not pay (chain-700 on
+    gpu-h200 4:1: 594,535 columns, no stretch planned in 27 s)."""
+
+    name = "windows"
+
+    def says(self, state: ApproximateSearch) -> str:
+        return "improving the held plan a window of kernels at a time"
+
+    def wanted(self, state: ApproximateSearch) -> bool:
+        return (_built_in_time(state) and state.formulation is Formulation.ASYNCHRONOUS
+                and state.pool.best(state.formulation) is not None)
+
+    def run(self, state: ApproximateSearch) -> None:
+        from autotm_core.ilp.neighbourhood import improve_by_windows
+        from autotm_core.ilp.warm import warm_start_from_plan
+
+        held_plan = state.pool.best(state.formulation)
+        assert held_plan is not None
+        held = warm_start_from_plan(state.model, held_plan.plan, state.graph, state.system)
+        if held is None:
+            return
+        state.windowed = True
+        with _solving(state):
+            improved = improve_by_windows(state.model, held, solver=state.solver,
+                                          deadline=_deadline(state, _reserve(state)),
+                                          relative_gap=state.relative_gap,
+                                          strategy=state.strategy)
+        state.version = improved.result.solver_version
+        state.termination = ("windows improved the held plan "
+                             f"({improved.result.termination.value})")
+        state.offer(improved.values, Source(Origin.WINDOWS, state.formulation),
+                    {"held_plan": held_plan.plan.planner})
+        step = state.held_step()
+        assert step is not None  # the held plan's at least
+        state.target = step / state.model.seconds_per_unit
+        state.full_solve = False  # its root is the LP relaxation the windows avoid
+
+
+@attrs.frozen
+class Stretches:
+    """The model planned a stretch of kernels at a time."""
+
+    name = "stretches"
+
+    def says(self, state: ApproximateSearch) -> str:
+        return f"planning {state.graph.name} a stretch of kernels at a time"
+
+    def wanted(self, state: ApproximateSearch) -> bool:
+        return _built_in_time(state) and not state.windowed
+
+    def run(self, state: ApproximateSearch) -> None:
+        from autotm_core.ilp.approximate.rolling import rolling_plan
+
+        assert state.layout is not None and state.problem is not None
+        strategy = state.strategy
+        with _solving(state):
+            stretched = rolling_plan(state.layout, state.problem, solver=state.solver,
+                                     core_kernels=strategy.stretch_kernels,
+                                     margin_kernels=strategy.margin_kernels,
+                                     relative_gap=state.relative_gap,
+                                     deadline=_deadline(state, _reserve(state)))
+        if stretched is None:
+            return
+        state.termination = "stretches planned"
+        if stretched.planned_kernels < len(state.graph.kernels):
+            state.termination = (f"stretches planned to kernel {stretched.planned_kernels:,}, "
+                                 "the rest in the slowest pool (out of time)")
+        else:
+            state.start = stretched.values
+        state.offer(stretched.values, Source(Origin.STRETCHES, state.formulation), {
+            "stretch_kernels": strategy.stretch_kernels,
+            "planned_kernels": stretched.planned_kernels})
+        step = state.held_step()
+        state.target = (float(state.problem.cost @ stretched.values) if step is None
+                        else step / state.model.seconds_per_unit)
+        state.row_duals = stretched.row_duals
+
+
+@attrs.frozen
+class LagrangianBound:
+    """A lower bound from the Lagrangian relaxation, started from the stretches' LP prices."""
+
+    name = "bound"
+
+    def says(self, state: ApproximateSearch) -> str:
+        return "bounding the optimum (Lagrangian relaxation)"
+
+    def wanted(self, state: ApproximateSearch) -> bool:
+        return state.target is not None
+
+    def run(self, state: ApproximateSearch) -> None:
+        from autotm_core.ilp.approximate.lagrangian import lagrangian_bound
+
+        assert state.layout is not None and state.problem is not None
+        assert state.target is not None
+        strategy = state.strategy
+        with _solving(state):
+            priced = lagrangian_bound(state.layout, state.problem, target=state.target,
+                                      row_duals=state.row_duals,
+                                      deadline=_deadline(state, strategy.finish_seconds),
+                                      max_iterations=strategy.full_solve_lagrangian_steps
+                                      if state.full_solve else strategy.lagrangian_steps,
+                                      strategy=strategy)
+        seconds = state.model.objective_seconds(priced.objective)
+        if seconds > state.bound:
+            state.bound, state.bound_source = seconds, "lagrangian"
+
+
+@attrs.frozen
+class WholeModel:
+    """The whole model, from the stretch plan (else the best held plan), for what is left of
+    the budget, when the bound does not already prove the plan within the gap."""
+
+    name = "solve"
+
+    def says(self, state: ApproximateSearch) -> str:
+        return f"solving the whole model with {state.solver.name}"
+
+    def wanted(self, state: ApproximateSearch) -> bool:
+        if state.index is None or not state.full_solve:
+            return False
+        step = state.held_step()
+        proven = step is not None and (step <= 0 or (step - state.bound) / step
+                                       <= state.relative_gap)
+        remaining = state.budget.remaining()
+        return not proven and (remaining is None
+                               or remaining >= state.strategy.min_full_solve_seconds)
+
+    def run(self, state: ApproximateSearch) -> None:
+        from autotm_core.ilp.warm import warm_start_from_plan
+        from autotm_core.solvers import SolverConfig
+
+        assert state.problem is not None
+        start = state.start
+        best = state.pool.best(state.formulation)
+        if start is None and best is not None:  # the stretches failed: the best held plan
+            start = warm_start_from_plan(state.model, best.plan, state.graph, state.system)
+        config = SolverConfig(time_limit_seconds=state.budget.remaining(),
+                              relative_gap=state.relative_gap, threads=state.threads,
+                              warm_start=start is not None)
+        result, values = state.solver.solve(state.problem, config, start)
+        state.version = result.solver_version
+        state.termination = result.termination.value
+        state.interrupted = result.termination is TerminationCondition.INTERRUPTED
+        state.solve_seconds += result.solve_seconds + result.handoff_seconds
+        if result.best_bound is not None and math.isfinite(result.best_bound):
+            solver_bound = state.model.objective_seconds(result.best_bound)
+            if solver_bound > state.bound:
+                state.bound, state.bound_source = solver_bound, "solver"
+        if values is not None:
+            state.offer(values, Source(Origin.SOLVE, state.formulation), {
+                "objective_seconds": state.model.objective_seconds(result.objective or 0.0),
+                "bound_seconds": state.bound, "termination": state.termination})
+
+
+APPROXIMATE_STEPS = (Baseline(), Build(), Windows(), Stretches(), LagrangianBound(),
+                     WholeModel())
+"""The approximate planner's steps, in order (see the module docstring)."""
 
 
 def plan_approximate(
@@ -143,229 +473,96 @@ def plan_approximate(
     system: MemorySystem,
     *,
     fast_capacity_nbytes: int | None = None,
-    time_budget_seconds: float = 60.0,
+    time_budget_seconds: float | None = None,
+    budget: Budget | None = None,
     relative_gap: float = 0.01,
     costs: KernelCosts | None = None,
     options: FormulationOptions | None = None,
-    solver: str | Solver = DEFAULT_SOLVER,
+    solver: Solver | None = None,
     reduce: bool = True,
     threads: int | None = None,
-    stretch_kernels: int = STRETCH_KERNELS,
-    full_solve_kernels: int = FULL_SOLVE_KERNELS,
+    strategy: Strategy = DEFAULT_STRATEGY,
     start_plans: Sequence[Plan] = (),
+    pool: IncumbentPool | None = None,
+    listener: Listener = ignore,
 ) -> ApproximatePlanResult:
-    """Plan ``graph`` within about ``time_budget_seconds`` end to end (see the module docstring).
+    """Plan ``graph`` within ``budget`` (else ``time_budget_seconds``, else the strategy's
+    :attr:`~Strategy.approximate_seconds`) end to end (see the module docstring).
 
-    The solves, by ``solver`` (a plugin's name or a backend object), get what is left
-    of the budget after building, and stop earlier at ``relative_gap``. ``start_plans``
-    (e.g. a simpler formulation's plan) are verified; those the formulation allows are
-    candidates, and the fastest starts the whole-model solve when the stretches fail.
-    Raises :class:`~autotm_core.errors.UsageError` at once when the solver lacks integer
-    variables or row duals, :class:`~autotm_core.errors.CapacityError` when no plan fits,
-    and :class:`~autotm_core.errors.SolverError` when no plan was found in the budget.
+    The solves, by ``solver`` (the default plugin's when ``None``), get what is left of
+    the budget after building, and stop earlier at ``relative_gap``. ``pool`` holds the
+    plans to beat (made when not given); ``start_plans`` are offered to it, and the
+    fastest plan the formulation allows starts the whole-model solve when the stretches
+    fail. Raises :class:`~autotm_core.errors.UsageError` at once when the solver lacks
+    integer variables or row duals, :class:`~autotm_core.errors.CapacityError` when no
+    plan fits, and :class:`~autotm_core.errors.SolverError` when no plan was found in the
+    budget.
     """
     from autotm_core.costs import resolve_costs
-    from autotm_core.ilp.approximate.lagrangian import lagrangian_bound
-    from autotm_core.ilp.approximate.layout import model_layout
-    from autotm_core.ilp.approximate.rolling import rolling_plan
-    from autotm_core.ilp.formulation import build_program
     from autotm_core.ilp.infeasible import check_lower_bounds
-    from autotm_core.ilp.lp import to_matrix_problem
     from autotm_core.ilp.options import resolve_capacities
-    from autotm_core.ilp.reductions import find_reductions
-    from autotm_core.ilp.solve import require, resolve_solver
-    from autotm_core.ilp.warm import warm_start_from_plan
-    from autotm_core.plans.verify import check_plan, verify_plan
-    from autotm_core.simulation import simulate
-    from autotm_core.solvers import SolverConfig
+    from autotm_core.ilp.solve import require
+    from autotm_core.plans.verify import check_plan
+    from autotm_core.plugins import get_solver
 
-    backend = resolve_solver(solver)
+    backend = solver if solver is not None else get_solver(DEFAULT_SOLVER)
     require(backend, "mip", "duals", purpose="plan approximately",
             instead="--solver highs (its LP row duals start the Lagrangian bound), "
                     "or --mode exact")
     started = time.perf_counter()
-    deadline = started + time_budget_seconds
+    if budget is None:
+        budget = Budget.of(strategy.approximate_seconds if time_budget_seconds is None
+                           else time_budget_seconds,
+                           min_solve_seconds=strategy.min_solve_seconds)
     if fast_capacity_nbytes is not None:
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
     options = options or FormulationOptions()
     costs = costs if costs is not None else resolve_costs(graph, system)
     check_lower_bounds(graph, system, resolve_capacities(graph, system, options.capacities),
                        options)
-
-    best = _Best(formulation=options.formulation)
-    baseline_started = time.perf_counter()
-    baseline, baseline_plan = _baseline(graph, system, options.formulation)
-    baseline_step = None
-    for plan in ([] if baseline_plan is None else [baseline_plan]) + list(start_plans):
-        problems = _disallowed(plan, options.formulation) or verify_plan(plan, graph, system)
-        if problems:
-            logger.info("plan %r is no candidate: %s", plan.planner, problems[0])
-            continue
-        timed = simulate(plan, graph, system, costs)
-        if plan is baseline_plan:
-            baseline_step = float(timed.step_seconds)
-        best.offer(plan, timed, plan.planner or "a start plan")
-    baseline_seconds = time.perf_counter() - baseline_started
-    index = build_program(graph, costs, system, options.capacities, options)
-    lp = index.lp
-    found = find_reductions(index, graph, system, costs) if reduce else Reductions.none(lp)
-    logger.info("reductions: %s", found.summary())
-    problem = to_matrix_problem(found.apply(lp), name=graph.name)
-    kernel_bound = index.objective_seconds(
-        float(sum(lp.var_lb[v] for v in index.kernel_time_vars)))
-    layout = model_layout(index, problem)
-    build_seconds = time.perf_counter() - started - baseline_seconds
-
-    bound, bound_source, termination, solve_seconds = kernel_bound, "kernels", "not run", 0.0
-    full_solve = len(graph.kernels) <= full_solve_kernels
-
-    def consider(values: np.ndarray, source: str, attributes: dict[str, Any]) -> None:
-        from autotm_core.ilp.decode import decode_plan
-
-        candidate = decode_plan(index, values, graph, system, planner=f"approximate/{source}",
-                                capacities={p.name: p.capacity_nbytes for p in system.pools},
-                                attributes=attributes)
-        try:
-            check_plan(candidate, graph, system)
-        except PlanError as exc:  # never returned; the other candidates remain
-            logger.warning("the %s plan failed verification, left out: %s", source, exc.message)
-            return
-        best.offer(candidate, simulate(candidate, graph, system, costs), source)
-
-    start, version = None, ""
-    if time.perf_counter() < deadline:
-        solve_started = time.perf_counter()
-        reserve = min(BOUND_RESERVE_SECONDS, BOUND_RESERVE_SHARE * time_budget_seconds)
-        held_plan = best.plan
-        held = (warm_start_from_plan(index, held_plan, graph, system)
-                if options.formulation is Formulation.ASYNCHRONOUS and held_plan is not None
-                else None)
-        target, row_duals = None, None  # what the Lagrangian bound aims at and starts from
-        if held is not None and held_plan is not None:
-            # asynchronous: the fastest held plan (the synchronous stage's) improved a window
-            # of kernels at a time; an asynchronous stretch's LP relaxation does not pay
-            # (chain-700 on gpu-h200 4:1: 594,535 columns, no stretch planned in 27 s)
-            from autotm_core.ilp.neighbourhood import improve_by_windows
-
-            improved = improve_by_windows(index, held, solver=backend,
-                                          deadline=deadline - reserve,
-                                          relative_gap=relative_gap)
-            version = improved.result.solver_version
-            termination = ("windows improved the held plan "
-                           f"({improved.result.termination.value})")
-            consider(improved.values, "windows", {"held_plan": held_plan.planner})
-            assert best.simulation is not None  # the held plan's at least
-            target = float(best.simulation.step_seconds) / index.seconds_per_unit
-            full_solve = False  # its root is the LP relaxation the windows avoid
-        else:
-            stretched = rolling_plan(layout, problem, solver=backend,
-                                     core_kernels=stretch_kernels,
-                                     margin_kernels=MARGIN_KERNELS, relative_gap=relative_gap,
-                                     deadline=deadline - reserve)
-            if stretched is not None:
-                termination = "stretches planned"
-                if stretched.planned_kernels < len(graph.kernels):
-                    termination = (f"stretches planned to kernel {stretched.planned_kernels:,}, "
-                                   "the rest in the slowest pool (out of time)")
-                else:
-                    start = stretched.values
-                consider(stretched.values, "rolling", {
-                    "stretch_kernels": stretch_kernels,
-                    "planned_kernels": stretched.planned_kernels})
-                target = (float(problem.cost @ stretched.values) if best.simulation is None
-                          else float(best.simulation.step_seconds) / index.seconds_per_unit)
-                row_duals = stretched.row_duals
-        if target is not None:
-            priced = lagrangian_bound(layout, problem, target=target, row_duals=row_duals,
-                                      deadline=deadline - FINISH_SECONDS,
-                                      max_iterations=FULL_SOLVE_LAGRANGIAN_STEPS if full_solve
-                                      else LAGRANGIAN_STEPS)
-            if index.objective_seconds(priced.objective) > bound:
-                bound, bound_source = index.objective_seconds(priced.objective), "lagrangian"
-        solve_seconds += time.perf_counter() - solve_started
-    step = None if best.simulation is None else float(best.simulation.step_seconds)
-    proven = step is not None and (step <= 0 or (step - bound) / step <= relative_gap)
-    left = deadline - time.perf_counter()
-    if left >= MIN_SOLVE_SECONDS and full_solve and not proven:
-        if start is None and best.plan is not None:  # the rolling plan failed: the best held
-            start = warm_start_from_plan(index, best.plan, graph, system)
-        config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap,
-                              threads=threads, warm_start=start is not None)
-        result, values = backend.solve(problem, config, start)
-        version = result.solver_version
-        termination = result.termination.value
-        solve_seconds += result.solve_seconds + result.handoff_seconds
-        if result.best_bound is not None and math.isfinite(result.best_bound):
-            solver_bound = index.objective_seconds(result.best_bound)
-            if solver_bound > bound:
-                bound, bound_source = solver_bound, "solver"
-        if values is not None:
-            consider(values, "ilp", {
-                "objective_seconds": index.objective_seconds(result.objective or 0.0),
-                "bound_seconds": bound, "termination": termination})
-    chosen, simulation, source = best.plan, best.simulation, best.source
-    if chosen is None or simulation is None:
+    if pool is None:
+        pool = IncumbentPool(graph, system, costs, listener=listener)
+    pool.offer_all((p, Source(Origin.WARM_START, name=p.planner)) for p in start_plans)
+    state = ApproximateSearch(graph=graph, system=system, costs=costs, options=options,
+                              solver=backend, relative_gap=relative_gap, strategy=strategy,
+                              budget=budget, listener=listener, pool=pool, reduce=reduce,
+                              threads=threads, started=started)
+    run_steps(APPROXIMATE_STEPS, state, budget=budget, listener=listener)
+    best = pool.best(options.formulation)
+    if best is None:
         raise SolverError(
-            f"no plan of graph {graph.name!r} was found within {time_budget_seconds:g} s, and "
-            f"the {baseline} baseline has none",
+            f"no plan of graph {graph.name!r} was found within the time budget, and the "
+            f"{state.baseline} baseline has none",
             hint="give the planner more time (--time-limit), more fast memory, or plan exactly "
                  "(--mode exact)")
-    check_plan(chosen, graph, system)
-    step = float(simulation.step_seconds)
-    if bound > step * (1 + 1e-9) and source not in ("ilp", "rolling"):
+    check_plan(best.plan, graph, system)
+    step = best.step_seconds
+    if state.index is None:  # no model was built: every kernel at its fastest
+        from autotm_core.costs.model import least_kernel_seconds
+
+        state.kernel_bound = float(least_kernel_seconds(costs, len(graph.kernels)).sum())
+        state.bound, state.bound_source = state.kernel_bound, "kernels"
+    bound, bound_source = state.bound, state.bound_source
+    if bound > step * (1 + 1e-9) and best.source.origin not in (Origin.SOLVE, Origin.STRETCHES):
         # a plan from outside the model (page rounding, pinning) beats the model's bound,
         # which then bounds nothing about it: only every kernel at its fastest does
-        bound, bound_source = min(kernel_bound, bound), "kernels"
+        bound, bound_source = min(state.kernel_bound, bound), "kernels"
     # a bound above a feasible plan's time can only come from tolerances now: clip it
     bound = min(bound, step)
+    pool.offer_bound(options.formulation, Bound(bound, bound_source))
+    lp = state.index.lp if state.index is not None else None
     return ApproximatePlanResult(
-        plan=chosen, simulation=simulation, source=source, baseline=baseline,
-        baseline_step_seconds=baseline_step, bound_seconds=bound,
-        bound_source=bound_source, termination=termination, reductions=found,
-        n_variables=lp.n_vars, n_binaries=lp.n_binaries, n_nonzeros=problem.n_nonzeros,
-        build_seconds=build_seconds, baseline_seconds=baseline_seconds,
-        solve_seconds=solve_seconds,
-        total_seconds=time.perf_counter() - started, system=system, solver_name=backend.name,
-        solver_version=version,
-    )
+        plan=best.plan, simulation=best.simulation, source=best.source,
+        baseline=state.baseline, baseline_step_seconds=state.baseline_step,
+        bound_seconds=bound, bound_source=bound_source, termination=state.termination,
+        reductions=state.reductions, n_variables=0 if lp is None else lp.n_vars,
+        n_binaries=0 if lp is None else lp.n_binaries,
+        n_nonzeros=0 if state.problem is None else state.problem.n_nonzeros,
+        build_seconds=state.build_seconds, baseline_seconds=state.baseline_seconds,
+        solve_seconds=state.solve_seconds, total_seconds=time.perf_counter() - started,
+        system=system, solver_name=backend.name, solver_version=state.version,
+        interrupted=state.interrupted)
 
 
-def _baseline(graph: Graph, system: MemorySystem,
-              formulation: Formulation) -> tuple[str, Plan | None]:
-    """The baseline ``formulation`` should beat and its plan (``None`` when it fails)."""
-    from autotm_core.baselines import first_touch, greedy
-
-    static = formulation is Formulation.STATIC
-    name, make = ("first-touch", first_touch) if static else ("greedy", greedy)
-    try:
-        return name, make(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes)
-    except AutotmError as exc:
-        logger.info("no %s plan: %s", name, exc.message)
-        return name, None
-
-
-def _disallowed(plan: Plan, formulation: Formulation) -> list[str]:
-    """Why ``formulation`` does not allow ``plan``'s moves (empty when it does)."""
-    if formulation is Formulation.STATIC and plan.moves:
-        return [f"a static plan has no moves; it has {len(plan.moves)}"]
-    if formulation is Formulation.SYNCHRONOUS and any(m.kind is MoveKind.ASYNC
-                                                       for m in plan.moves):
-        return ["a synchronous plan has no asynchronous moves"]
-    return []
-
-
-@attrs.define
-class _Best:
-    """The fastest verified plan so far that the formulation allows."""
-
-    formulation: Formulation
-    plan: Plan | None = None
-    simulation: Simulation | None = None
-    source: str = ""
-
-    def offer(self, plan: Plan, simulation: Simulation, source: str) -> None:
-        if _disallowed(plan, self.formulation):
-            return
-        if (self.simulation is None
-                or float(simulation.step_seconds) < float(self.simulation.step_seconds)):
-            self.plan, self.simulation, self.source = plan, simulation, source
+__all__ = ["APPROXIMATE_STEPS", "ApproximatePlanResult", "ApproximateSearch",
+           "plan_approximate"]

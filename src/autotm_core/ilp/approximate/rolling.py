@@ -35,10 +35,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 from autotm_core.ilp.approximate.layout import (
     EDGE,
@@ -275,7 +278,7 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
         row_upper=np.concatenate([sub.row_upper, zeros]))
 
 
-def _from_the_boundary(own: Any, last: np.ndarray) -> Any:
+def _from_the_boundary(own: sp.csr_matrix, last: np.ndarray) -> sp.csr_matrix:
     """``own`` (far capacity rows by the slice's columns) with the columns marked ``last``
     (reserved last slots: relaxed, at the last kernel) entering one half step earlier.
 

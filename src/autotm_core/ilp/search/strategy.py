@@ -1,0 +1,134 @@
+"""Every knob of the anytime search, in one frozen record.
+
+The search (:mod:`autotm_core.ilp.search`) splits time between formulations and
+steps, sizes windows and stretches, and decides when a step does not pay. Each of
+those choices is a field of :class:`Strategy`, documented where it is declared and
+in docs/tuning.md with the measurement that set it. Tests and benchmarks pass a
+strategy of their own (``attrs.evolve(DEFAULT_STRATEGY, ...)``) instead of patching
+module constants.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from autotm_core.ilp.options import Formulation
+
+_positive = attrs.validators.gt(0.0)
+_non_negative = attrs.validators.ge(0.0)
+_share = [attrs.validators.gt(0.0), attrs.validators.le(1.0)]
+_count = attrs.validators.ge(1)
+_size = attrs.validators.ge(0)
+
+
+@attrs.frozen(kw_only=True)
+class Strategy:
+    """How the anytime search spends its time (see docs/tuning.md for what set each value)."""
+
+    # -- the formulation chain (planning.ilp) ------------------------------------------------
+    static_weight: float = attrs.field(default=1.0, validator=_positive)
+    """The static stage's weight: each formulation of the chain gets its weight's share, against
+    the weights of the stages after it, of the time left when it starts."""
+    synchronous_weight: float = attrs.field(default=3.0, validator=_positive)
+    """The synchronous stage's weight (see :attr:`static_weight`)."""
+    asynchronous_weight: float = attrs.field(default=3.0, validator=_positive)
+    """The asynchronous stage's weight (see :attr:`static_weight`)."""
+    setup_factor: float = attrs.field(default=20.0, validator=_non_negative)
+    """A richer formulation's stage is not started with less time left than this many times
+    the simpler model's build: even cut short it builds its model, reads a start, solves,
+    checks and packs (Inception v4 b64 optane-2019 4:1: 19x)."""
+
+    # -- every solve ------------------------------------------------------------------------
+    min_solve_seconds: float = attrs.field(default=0.5, validator=_positive)
+    """The least time limit a solve is given, even past the deadline (a solver needs a moment
+    to load the start it is offered)."""
+
+    # -- one model's search (ilp.planner) -----------------------------------------------------
+    relax_and_fix_share: float = attrs.field(default=0.25, validator=_share)
+    """Share of the time left (after the check reserve) each of relax-and-fix's two solves
+    gets."""
+    retime_share: float = attrs.field(default=0.25, validator=_share)
+    """Share of the time left that retiming the asynchronous start gets before the full MIP
+    (VGG-19 b128 gpu-h200 4:1: the synchronous plan 2.7% faster in 1.4 s)."""
+    windows_share: float = attrs.field(default=0.5, validator=_share)
+    """Share of the time left that windows get before the full MIP (VGG-19 b128 optane-2019
+    4:1, 60 s: the full MIP alone found nothing better than its start; 30 s of windows
+    gained 1.3%)."""
+    improve_above_columns: int = attrs.field(default=100_000, validator=_size)
+    """Asynchronous models with more columns start from a held plan improved (windows, else
+    retiming) instead of relax-and-fix, whose LP relaxation does not pay there (Inception v4
+    b64: 441,470 columns, the LP unfinished after 20 s; VGG-19 b128: 30,958 columns, cheap)."""
+    test_every_gain_seconds: float = attrs.field(default=0.3, validator=_non_negative)
+    """Windows hold every gain to the caller's test (address packing) when one test took no
+    longer than this; else only their final plan and its fallbacks meet it (VGG-19 b128
+    gpu-h200 4:1: a test took 0.07 s; unchecked windows reached 0.957x but no plan packed,
+    checked ones 0.974x, all packing)."""
+
+    # -- windows (ilp.neighbourhood) ----------------------------------------------------------
+    window_kernels: int = attrs.field(default=60, validator=_count)
+    """The most kernels per window (Inception v4 b64 optane-2019 4:1: sub-models of
+    15,000-20,000 columns, 0.3-1 s each; 40 s reached 0.981x with 60, 0.985x with 100,
+    0.987x with 150)."""
+    model_windows: int = attrs.field(default=4, validator=_count)
+    """A window has no more than the model's kernels over this (VGG-19 b128, 142 kernels:
+    windows of 30 kernels gained 1.3% in 30 s, of 60 kernels 1.0%)."""
+    window_seconds: float = attrs.field(default=3.0, validator=_positive)
+    """The most one window's solve may take."""
+    trail_length: int = attrs.field(default=8, validator=_size)
+    """Replaced incumbents a window search keeps as fallbacks for the caller's test, newest
+    (each a full copy of the values: 3.5 MB at 441,470 columns)."""
+    min_search_seconds: float = attrs.field(default=15.0, validator=_non_negative)
+    """Windows are not started with less time than this: a window or two rarely gain, where
+    retiming the whole model does (GPT-2 4 layers b256 gpu-h200 4:1, 7 s: retiming 9.691 s,
+    windows nothing over the synchronous 9.859 s)."""
+    improvement_tolerance: float = attrs.field(default=1e-7, validator=_non_negative)
+    """A window's solution replaces the incumbent only when better by this fraction of it."""
+
+    # -- address fitting (ilp.fitting) ------------------------------------------------------
+    tighten_kernels: int = attrs.field(default=10, validator=_size)
+    """Kernels on each side of an overflowing kernel whose limit is lowered too (AutoTM's
+    +-10)."""
+
+    # -- approximate planning (ilp.approximate) ---------------------------------------------
+    approximate_above_kernels: int = attrs.field(default=2000, validator=_size)
+    """``--mode auto`` plans graphs with more kernels approximately (2 cores: the exact
+    planner took about 5 s at 1,000 kernels and 45 s at 5,000)."""
+    approximate_seconds: float = attrs.field(default=60.0, validator=_positive)
+    """The approximate planner's budget when no time limit is given."""
+    stretch_kernels: int = attrs.field(default=1000, validator=_count)
+    """Kernels planned at once by the rolling planner."""
+    margin_kernels: int = attrs.field(default=250, validator=_size)
+    """Kernels after each stretch that its slice sees, relaxed."""
+    bound_reserve_seconds: float = attrs.field(default=6.0, validator=_non_negative)
+    """The stretches stop this long before the budget's end (or :attr:`bound_reserve_share`
+    of the budget, the smaller), leaving time for the bound, decoding and verifying."""
+    bound_reserve_share: float = attrs.field(default=0.1, validator=_share)
+    """See :attr:`bound_reserve_seconds`."""
+    finish_seconds: float = attrs.field(default=2.0, validator=_non_negative)
+    """The Lagrangian bound stops this long before the budget's end (decoding, verifying and
+    simulating take about a second at 20,000 kernels)."""
+    lagrangian_steps: int = attrs.field(default=1000, validator=_count)
+    """Most subgradient steps of the Lagrangian bound (the budget usually stops it first)."""
+    full_solve_lagrangian_steps: int = attrs.field(default=100, validator=_count)
+    """As many, when the whole model is solved afterwards (it gets the rest of the budget)."""
+    full_solve_kernels: int = attrs.field(default=6000, validator=_size)
+    """Up to this many kernels, the whole model is solved after the stretches, from them."""
+    min_full_solve_seconds: float = attrs.field(default=1.0, validator=_positive)
+    """The approximate planner does not start the whole-model solve with less time left."""
+    stall_steps: int = attrs.field(default=30, validator=_count)
+    """The Lagrangian subgradient halves its step after this many steps without a better
+    bound."""
+    deflection: float = attrs.field(default=0.5, validator=_non_negative)
+    """Weight of the previous subgradient in the next direction (deflected subgradient)."""
+
+    def stage_weight(self, formulation: Formulation) -> float:
+        """The weight of ``formulation``'s stage in the chain."""
+        return {Formulation.STATIC: self.static_weight,
+                Formulation.SYNCHRONOUS: self.synchronous_weight,
+                Formulation.ASYNCHRONOUS: self.asynchronous_weight}[formulation]
+
+
+DEFAULT_STRATEGY = Strategy()
+"""The strategy every planning call uses unless given another."""
+
+__all__ = ["DEFAULT_STRATEGY", "Strategy"]
