@@ -62,7 +62,15 @@ def _program_name() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status (130 on Ctrl-C, whenever it comes)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # while starting up, before any work: nothing to keep
+        Console(stderr=True, highlight=False).print("[bold red]interrupted[/]")
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(_joined_negative_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
