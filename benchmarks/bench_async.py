@@ -13,11 +13,13 @@ Prints each plan's distance to that bound and the load average.
 
     python benchmarks/bench_async.py                  # every cell, --time-limit 60
     python benchmarks/bench_async.py --cells vgg19-gpu gpt2-gpu --time-limit 120
+    python benchmarks/bench_async.py --cells resnet50 --time-limit 5 --json   # the rows as JSON
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 
@@ -63,7 +65,13 @@ def main() -> None:
                         help="cells to run (default: all)")
     parser.add_argument("--time-limit", type=float, default=60.0,
                         help="each call's time limit, seconds (default 60)")
+    parser.add_argument("--json", action="store_true",
+                        help="print each cell's figures as one JSON list instead of a table")
     args = parser.parse_args()
+    if args.json:
+        print(json.dumps([bench(name, time_limit=args.time_limit) for name in args.cells],
+                         indent=1))
+        return
     console = Console(width=160)
     table = Table(title=f"asynchronous vs synchronous, --time-limit {args.time_limit:g}")
     for column in ("cell", "kernels", "sync step", "sync wall", "async step", "async wall",
