@@ -14,7 +14,7 @@ Prints each plan's distance to that bound and the load average.
     python benchmarks/bench_async.py                  # every cell, --time-limit 60
     python benchmarks/bench_async.py --cells vgg19-gpu gpt2-gpu --time-limit 120
     python benchmarks/bench_async.py --cells resnet50 --time-limit 5 --json   # the rows as JSON
-    python benchmarks/bench_async.py --smoke          # example:mlp, --time-limit 3
+    python benchmarks/bench_async.py --smoke          # example:mlp, --time-limit 1
 """
 
 from __future__ import annotations
@@ -73,10 +73,10 @@ def main() -> None:
                         help="print each cell's figures as one JSON list instead of a table")
     parser.add_argument("--smoke", action="store_true",
                         help="the smallest input: example:mlp on optane-2019 at 4:1, "
-                        "--time-limit 3")
+                        "--time-limit 1")
     args = parser.parse_args()
     if args.smoke:
-        args.cells, args.time_limit = list(SMOKE_CELLS), 3.0
+        args.cells, args.time_limit = list(SMOKE_CELLS), 1.0
     if args.json:
         print(json.dumps([bench(name, time_limit=args.time_limit) for name in args.cells],
                          indent=1))
