@@ -13,11 +13,14 @@ Prints each plan's distance to that bound and the load average.
 
     python benchmarks/bench_async.py                  # every cell, --time-limit 60
     python benchmarks/bench_async.py --cells vgg19-gpu gpt2-gpu --time-limit 120
+    python benchmarks/bench_async.py --cells resnet50 --time-limit 5 --json   # the rows as JSON
+    python benchmarks/bench_async.py --smoke          # example:mlp, --time-limit 1
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 
@@ -37,10 +40,13 @@ CELLS = {
 }
 """Cell name -> (graph, memory system, PMM:DRAM limit); 1:1 is half the peak."""
 
+SMOKE_CELLS = {"mlp": ("example:mlp", "optane-2019", "4:1")}
+"""The smallest cell (``--smoke``): that the benchmark runs, not a figure worth keeping."""
+
 
 def bench(name: str, *, time_limit: float) -> dict[str, object]:
     """Plan cell ``name`` synchronously and asynchronously, and measure both."""
-    source, system, limit = CELLS[name]
+    source, system, limit = {**CELLS, **SMOKE_CELLS}[name]
     problem = load_problem(source, system, limit=limit)
     out: dict[str, object] = {"cell": name, "kernels": len(problem.graph.kernels)}
     for planner in ("synchronous", "asynchronous"):
@@ -63,7 +69,18 @@ def main() -> None:
                         help="cells to run (default: all)")
     parser.add_argument("--time-limit", type=float, default=60.0,
                         help="each call's time limit, seconds (default 60)")
+    parser.add_argument("--json", action="store_true",
+                        help="print each cell's figures as one JSON list instead of a table")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest input: example:mlp on optane-2019 at 4:1, "
+                        "--time-limit 1")
     args = parser.parse_args()
+    if args.smoke:
+        args.cells, args.time_limit = list(SMOKE_CELLS), 1.0
+    if args.json:
+        print(json.dumps([bench(name, time_limit=args.time_limit) for name in args.cells],
+                         indent=1))
+        return
     console = Console(width=160)
     table = Table(title=f"asynchronous vs synchronous, --time-limit {args.time_limit:g}")
     for column in ("cell", "kernels", "sync step", "sync wall", "async step", "async wall",

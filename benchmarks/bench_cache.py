@@ -2,16 +2,16 @@
 
 Run ``python benchmarks/bench_cache.py [LAYERS] [BASE_NBYTES]`` (default 33333
 layers of ``examples.networks.training_chain``, i.e. 100,000 kernels, with
-64 KiB base tensors so that the step makes a few million 4 KiB-page accesses).
-Prints the time to compile (or load from cache) the numba loop, the compiled
-loop against the plain-Python reference per access (the reference on a prefix
-of the stream), accesses per second, and the wall time of every baseline at a
-4:1 PMM:DRAM ratio.
+64 KiB base tensors so that the step makes a few million 4 KiB-page accesses;
+``10 4096`` is the smallest input). Prints the time to compile (or load from
+cache) the numba loop, the compiled loop against the plain-Python reference per
+access (the reference on a prefix of the stream), accesses per second, and the
+wall time of every baseline at a 4:1 PMM:DRAM ratio.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 import numpy as np
@@ -28,9 +28,16 @@ LINE_NBYTES = 4096
 REFERENCE_ACCESSES = 300_000
 
 
-def main() -> None:
-    layers = int(sys.argv[1]) if len(sys.argv) > 1 else 33333
-    base = int(sys.argv[2]) if len(sys.argv) > 2 else 64 * 1024
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("layers", nargs="?", type=int, default=33333,
+                        help="layers of the training chain (default 33333: 100,000 kernels)")
+    parser.add_argument("base_nbytes", nargs="?", type=int, default=64 * 1024,
+                        metavar="BASE_NBYTES", help="bytes of its base tensor (default 65536)")
+    args = parser.parse_args(argv)
+    layers, base = args.layers, args.base_nbytes
     graph = training_chain(layers, base_nbytes=base)
     system = preset("optane-2019")
     live = graph.liveness

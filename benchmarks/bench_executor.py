@@ -25,6 +25,11 @@
    ``--rounds`` times; a summary gives the distribution of the errors.
 
     python benchmarks/bench_executor.py [--repeat N] [--rounds N] [--accuracy-only | --moves-only]
+    python benchmarks/bench_executor.py --smoke   # each part once, on its smallest input
+
+``--smoke`` is the smallest input: ``--repeat 1 --rounds 1`` with only the 1 MiB moves,
+100 tiny kernels and the accuracy of ``example:mlp`` (the overlap as usual): that the
+benchmark runs, not figures worth keeping.
 """
 
 from __future__ import annotations
@@ -156,8 +161,9 @@ def overlap(repeat: int) -> None:
         + f" ({load()})", flush=True)
 
 
-GRAPHS = (("example:mlp", {}), ("example:cnn", {}), ("example:chain-25", {}),
-          ("zoo:resnet50", {"batch": 1}))
+GRAPHS: tuple[tuple[str, dict[str, int]], ...] = (
+    ("example:mlp", {}), ("example:cnn", {}), ("example:chain-25", {}),
+    ("zoo:resnet50", {"batch": 1}))
 PLANNERS = ("first-touch", "greedy")
 
 
@@ -174,7 +180,8 @@ def balanced_scale(graph, system) -> float:  # type: ignore[no-untyped-def]
     return min(1.0, memory / compute)
 
 
-def accuracy(repeat: int, rounds: int) -> None:
+def accuracy(repeat: int, rounds: int,
+             graphs: tuple[tuple[str, dict[str, int]], ...] = GRAPHS) -> None:
     """Measured against predicted step time on a calibrated system, per graph, planner, FLOPs scale.
 
     ``flops_scale`` s runs s of each kernel's FLOPs, so the prediction uses a system
@@ -190,7 +197,7 @@ def accuracy(repeat: int, rounds: int) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     errors: dict[str, list[tuple[float, float]]] = {"compute-heavy": [], "balanced": []}
     for round_number in range(1, rounds + 1):
-        for source, options in GRAPHS:
+        for source, options in graphs:
             graph = load_source(source, **options)
             # calibrated just before each graph: other jobs change this machine's speed
             system = calibrated_system(calibrate(quick=True))
@@ -238,16 +245,22 @@ def main() -> None:
                         help="times the whole accuracy measurement runs (to show stability)")
     parser.add_argument("--accuracy-only", action="store_true")
     parser.add_argument("--moves-only", action="store_true")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest input: each part once, on the smallest sizes")
     args = parser.parse_args()
+    sizes, kernels, graphs = (MIB, 16 * MIB, 256 * MIB), 2000, GRAPHS
+    if args.smoke:
+        args.repeat, args.rounds = 1, 1
+        sizes, kernels, graphs = (MIB,), 100, GRAPHS[:1]
     if not args.accuracy_only:
-        for nbytes in (MIB, 16 * MIB, 256 * MIB):
+        for nbytes in sizes:
             for shift in (0, 64):
                 sync_moves(nbytes, args.repeat, max(args.rounds, 3), shift=shift)
         if args.moves_only:
             return
-        overhead(2000, args.repeat)
+        overhead(kernels, args.repeat)
         overlap(args.repeat)
-    accuracy(args.repeat, args.rounds)
+    accuracy(args.repeat, args.rounds, graphs)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,17 @@ the proven lower bound (the worst-case gap); with ``--exact S``, also against
 the exact planner (``plan_graph``, 0.1% gap, S seconds); and peak memory.
 
     python benchmarks/bench_large.py [SOURCE ...] [--ratio 4:1] [--budget 60] [--exact S]
+    python benchmarks/bench_large.py --smoke       # chain:100 with a 3 s budget
 
 SOURCE is ``chain:KERNELS`` (``examples.networks.training_chain`` with about
 KERNELS kernels) or any graph source (``zoo:densenet264:batch=2``).
 Default: chain:1000 chain:5000 chain:20000.
+
+Peak memory is the child process's largest resident set, as the kernel accounts it
+(``os.wait4``), measured from outside so that a graph killed for memory has one too.
+A graph that fails is reported with its error (the last line its process wrote) or
+the signal that ended its process, its peak memory and its seconds; the exit status
+is then 1.
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 
 from autotm_core.planning import PlanSettings
 
@@ -70,45 +79,122 @@ def measure(source: str, ratio: str, budget: float, exact: float | None) -> dict
         assert best.solve is not None
         row["vs_exact"] = result.step_seconds / best.step_seconds
         row["exact_term"] = best.solve.termination
-    row["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sources", nargs="*", default=DEFAULT_SOURCES)
-    parser.add_argument("--ratio", default="4:1")
-    parser.add_argument("--budget", type=float, default=60.0, help="seconds, end to end")
+@dataclass(frozen=True)
+class Child:
+    """How one graph's process ended."""
+
+    returncode: int
+    """Its exit status; minus the signal's number when a signal ended it."""
+    stdout: str
+    """What it printed."""
+    stderr: str
+    """What it wrote to standard error."""
+    peak_mib: float
+    """Its largest resident set (MiB), from the kernel's accounting."""
+    seconds: float
+    """Wall seconds from its start to its end."""
+
+
+def run_child(command: list[str], *, timeout: float | None = None) -> Child:
+    """Run ``command`` and measure its peak resident set from outside (``os.wait4``).
+
+    With ``timeout``, the child is killed (SIGKILL) when it runs longer."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err)
+        deadline = None if timeout is None else started + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG if deadline else 0)
+            if pid:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                process.kill()
+                deadline = None  # wait for it to die, blocking
+            else:
+                time.sleep(0.2)
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        return Child(process.returncode, out.read().decode(errors="replace"),
+                     err.read().decode(errors="replace"), usage.ru_maxrss / 1024, seconds)
+
+
+def describe_failure(child: Child) -> str:
+    """One line saying why a graph's process failed: its error, or the signal that ended it."""
+    if child.returncode < 0:
+        number = -child.returncode
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        why = f"killed by {name}"
+        if number == signal.SIGKILL:
+            why += " (the out-of-memory killer, a memory limit or --timeout)"
+        lines = child.stderr.strip().splitlines()
+        if lines:
+            why += f"; last output: {lines[-1]}"
+        return why
+    lines = [line for line in child.stderr.strip().splitlines() if line.strip()]
+    error = lines[-1] if lines else "no error message"
+    return f"exit status {child.returncode}: {error}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sources", nargs="*", default=DEFAULT_SOURCES, metavar="SOURCE",
+                        help="graphs (default: %(default)s)")
+    parser.add_argument("--ratio", default="4:1", help="PMM:DRAM ratio (default 4:1)")
+    parser.add_argument("--budget", type=float, default=60.0,
+                        help="seconds, end to end (default 60)")
     parser.add_argument("--exact", type=float, default=None,
                         help="also solve exactly with this time limit (seconds)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="kill a graph's process after this many seconds (default: never)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest input: chain:100 with a 3 s budget")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.sources, args.budget = ["chain:100"], 3.0
     if args.one:
         print(json.dumps(measure(args.sources[0], args.ratio, args.budget, args.exact)))
-        return
+        return 0
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, ratio {args.ratio},"
           f" budget {args.budget:.0f} s")
     print(f"{'graph':<24}{'kern':>6}{'bin':>8}{'nnz':>9}{'greedy':>7}{'build':>7}{'solve':>7}"
-          f"{'total':>7}{'fixed':>7}{'plan':>7}{'/greedy':>8}{'gap<=':>7}{'/exact':>7}"
+          f"{'total':>7}{'fixed':>7}{'plan':>16}{'/greedy':>8}{'gap<=':>7}{'/exact':>7}"
           f"{'MiB':>6}  bound, stop")
+    failed = []
     for source in args.sources:
         command = [sys.executable, __file__, source, "--one", "--ratio", args.ratio,
                    "--budget", str(args.budget)]
         if args.exact:
             command += ["--exact", str(args.exact)]
-        started = time.perf_counter()
-        out = subprocess.run(command, capture_output=True, text=True, check=False)
-        if out.returncode:
-            print(f"{source:<24} failed after {time.perf_counter() - started:.0f} s: "
-                  f"{out.stderr.strip().splitlines()[-1:]}", flush=True)
+        child = run_child(command, timeout=args.timeout)
+        if child.returncode:
+            failed.append(source)
+            print(f"{source:<24} FAILED after {child.seconds:.0f} s, peak {child.peak_mib:.0f} "
+                  f"MiB: {describe_failure(child)}", flush=True)
             continue
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r = json.loads(child.stdout.strip().splitlines()[-1])
         exact = "-" if r["vs_exact"] is None else f"{r['vs_exact']:.3f}"
+        vs_greedy = "-" if r["vs_greedy"] is None else f"{r['vs_greedy']:.3f}"
+        gap = "-" if r["gap"] is None else f"{100 * r['gap']:.1f}%"
         print(f"{r['graph']:<24}{r['kernels']:>6}{r['bin']:>8}{r['nnz']:>9}{r['greedy_s']:>7.1f}"
               f"{r['build_s']:>7.1f}{r['solve_s']:>7.1f}{r['total_s']:>7.1f}{r['fixed']:>7}"
-              f"{r['source']:>7}{r['vs_greedy']:>8.3f}{100 * r['gap']:>6.1f}%{exact:>7}"
-              f"{r['peak_mib']:>6.0f}  {r['bound']}, {r['term']}", flush=True)
+              f"{r['source']:>16}{vs_greedy:>8}{gap:>7}{exact:>7}"
+              f"{child.peak_mib:>6.0f}  {r['bound']}, {r['term']}", flush=True)
+    if failed:
+        print(f"{len(failed)} of {len(args.sources)} graphs failed: {', '.join(failed)}",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

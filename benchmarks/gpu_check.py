@@ -17,7 +17,10 @@ Run on a machine with a CUDA GPU (one short run, a few minutes)::
    Prints measured against predicted (simulator) step time, the slowdown against
    all-in-device, and the largest difference of loss and gradients from eager PyTorch.
 
-Without a GPU it says so and exits with status 0.
+Without a GPU it says so and exits with status 0; without PyTorch or the autotm-torch
+plugin it says which to install and exits with status 2. ``--cpu-test`` runs the whole
+check on the CPU instead (the smallest input: ``--cpu-test --batch 2 --width 4 --repeat 1
+--copy-mib 4``).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def _model(width: int):
     return ResNet()
 
 
-def _bandwidths(device: str, nbytes: int = 256 << 20) -> dict[str, float]:
+def _bandwidths(device: str, nbytes: int) -> dict[str, float]:
     """Bytes per second of pinned host->device, device->host and device->device copies."""
     import torch
 
@@ -123,11 +126,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ratio", type=float, default=0.5, help="device limit / peak live bytes")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ilp-seconds", type=float, default=90.0)
+    parser.add_argument("--copy-mib", type=int, default=256,
+                        help="MiB copied to measure each copy bandwidth (default 256)")
     parser.add_argument("--cpu-test", action="store_true",
                         help="run the whole check on the CPU (GPU pools' test mode), to try it")
     args = parser.parse_args(argv)
     import functools
+    import importlib.util
 
+    missing = [name for name, module in (("torch", "torch"), ("autotm-torch", "autotm_torch"))
+               if importlib.util.find_spec(module) is None]
+    if missing:
+        print(f"gpu_check: needs {' and '.join(missing)}: pip install -e plugins/autotm-torch "
+              "(it brings PyTorch)", file=sys.stderr)
+        return 2
     import torch
 
     device = "cpu" if args.cpu_test else "cuda"
@@ -162,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     values = step_values(traced, model=model, inputs=(x,), targets=(y,), optimizer=opt)
     initial = clone_values(values)
     peak = graph.liveness.peak_nbytes
-    rates = _bandwidths(device)
+    rates = _bandwidths(device, args.copy_mib << 20)
     where = torch.cuda.get_device_name() if device == "cuda" else "CPU test mode"
     print(f"{where}: {len(graph.kernels)} kernels, peak live "
           f"{format_bytes(peak)}; copies h2d {rates['h2d'] / 1e9:.1f} GB/s, d2h "
