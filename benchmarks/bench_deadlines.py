@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interrupts", default="", metavar="SECONDS",
                         help="moments after the start at which to send SIGINT, comma-separated")
     parser.add_argument("--smoke", action="store_true",
-                        help="the smallest run: mlp at a 10 s limit, and one SIGINT at 2 s")
+                        help="the smallest run: mlp at a 10 s limit, and one SIGINT at 2 s "
+                        "(its figures are printed; its exit status says only that it ran)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.cases, args.limits, args.interrupts = "mlp", "10", "2"
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.interrupts:
         status |= interrupts(cases, [float(s) for s in args.interrupts.split(",")])
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
-    return status
+    return 0 if args.smoke else status
 
 
 if __name__ == "__main__":

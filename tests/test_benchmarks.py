@@ -46,6 +46,7 @@ SMOKE = {
     "bench_addresses.py": (("10", "--rounds", "1"), r"evicted .* fits True"),
     "bench_async.py": (("--smoke",), r"mlp: done"),
     "bench_cache.py": (("10", "4096"), r"baseline greedy: "),
+    "bench_deadlines.py": (("--smoke",), r"mlp +2s +\d"),
     "bench_executor.py": (("--smoke",), r"balanced, on-CPU time: \d+ of \d+ within 15%"),
     "bench_graph.py": (("--kernels", "100", "--repeat", "1"), r"load \+ verify \+ liveness"),
     "bench_ilp.py": (("chain-3", "--time-limit", "20"), r"example:chain-3: \{"),

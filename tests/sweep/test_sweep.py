@@ -77,6 +77,34 @@ def test_richer_formulation_never_reports_a_slower_step_whatever_the_order() -> 
         assert step["synchronous", limit] <= step["greedy", limit] * (1 + 1e-12)
 
 
+@pytest.mark.slow
+def test_on_workers_too_a_richer_formulation_never_reports_a_slower_step() -> None:
+    from autotm_core.sweep.parallel import local_executor
+
+    points = sweep_points(graphs=["example:mlp"], system="optane-2019",
+                          planners=["synchronous", "greedy", "static"], limits=["1:1", "4:1"],
+                          time_limit_seconds=20)
+    with local_executor(2) as pool:
+        results = run_sweep(points, executor=pool)
+    assert [r.point for r in results.points] == points
+    step = {(r.point.planner, r.point.limit): r.step_seconds for r in results.points}
+    for limit in ("1:1", "4:1"):
+        assert step["synchronous", limit] <= step["static", limit] * (1 + 1e-12)
+        assert step["synchronous", limit] <= step["greedy", limit] * (1 + 1e-12)
+
+
+def test_an_unknown_solver_is_refused_before_any_point_is_planned(tmp_path: Path) -> None:
+    from autotm_core.errors import PluginError
+
+    points = sweep_points(graphs=["example:mlp"], system="optane-2019",
+                          planners=["greedy", "synchronous"], limits=["4:1"], solver="gurobi")
+    written = tmp_path / "results.json"
+    planned: list[object] = []
+    with pytest.raises(PluginError, match="gurobi"):
+        run_sweep(points, results_path=written, on_result=lambda r, _: planned.append(r))
+    assert not planned and not written.exists()
+
+
 def test_points_of_a_graph_are_planned_baselines_first_then_simplest_formulation() -> None:
     from autotm_core.sweep.point import simplest_first
 
