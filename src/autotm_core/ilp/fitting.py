@@ -206,124 +206,176 @@ def plan_with_addresses(
     round finds no plan, or when nothing that packs is held and the rounds gave none.
     """
     from autotm_core.costs import resolve_costs
-    from autotm_core.ilp.infeasible import forced_fast_nbytes
-    from autotm_core.ilp.options import resolve_capacities
-    from autotm_core.ilp.planner import plan_graph
-    from autotm_core.ilp.search.runner import SearchInterrupted
     from autotm_core.plugins import get_solver
-    from autotm_core.solvers import TerminationCondition
     from autotm_core.solvers.base import DEFAULT_SOLVER
 
     if max_rounds < 1:
         raise UsageError(f"max_rounds is {max_rounds}", hint="give at least 1 round")
     if fast_capacity_nbytes is not None:
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
-    options = options or FormulationOptions(formulation=Formulation.parse(formulation))
     costs = costs if costs is not None else resolve_costs(graph, system)
-    solver = solver if solver is not None else get_solver(DEFAULT_SOLVER)
     budget = budget if budget is not None else Budget.of(
         time_limit_seconds, min_solve_seconds=strategy.min_solve_seconds)
     if pool is None:
         pool = IncumbentPool(graph, system, costs,
                              test=Packing(graph, system, alignment_nbytes=alignment_nbytes))
-    packing = pool.test
-    assert isinstance(packing, Packing), "address fitting holds plans to a packing"
     with budget.phase("packing"):
         pool.offer_all((p, Source(Origin.WARM_START, name=p.planner)) for p in start_plans)
-    held_starts = tuple(h.plan for h in pool.starts(options.formulation))
-    base = resolve_capacities(graph, system, options.capacities)
-    limits: dict[str, np.ndarray] = {}
-    rounds: list[FitRound] = []
-    floor = None
-    previous = held_starts
+    fitting = _Fitting(
+        graph=graph, system=system, costs=costs,
+        options=options or FormulationOptions(formulation=Formulation.parse(formulation)),
+        solver=solver if solver is not None else get_solver(DEFAULT_SOLVER),
+        relative_gap=relative_gap, budget=budget, strategy=strategy, pool=pool,
+        listener=listener, on_round=on_round)
+    for number in range(1, max_rounds + 1):
+        done = fitting.round(number, last=number == max_rounds)
+        if done is not None:
+            return done
+    kept = fitting.answer()
+    if kept is not None:
+        logger.info("address fitting: no round's plan packed; a held plan is kept")
+        return kept
+    rounds = fitting.rounds
+    timed_out = " (the time limit ended the rounds)" if len(rounds) < max_rounds else ""
+    raise _gave_up(graph, rounds, "the packing still overflows after "
+                   f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}{timed_out}",
+                   fitting.last)
+
+
+@attrs.define
+class _Fitting:
+    """The state of the fitting loop: the pool, the limits tightened so far, every round."""
+
+    graph: Graph
+    system: MemorySystem
+    costs: KernelCosts
+    options: FormulationOptions
+    solver: Solver
+    relative_gap: float
+    budget: Budget
+    strategy: Strategy
+    pool: IncumbentPool
+    listener: Listener
+    on_round: Callable[[FitRound], None] | None
+    limits: dict[str, np.ndarray] = attrs.field(factory=dict)
+    rounds: list[FitRound] = attrs.field(factory=list)
     bound: float | None = None
+    """The first round's bound (its limits are the real ones)."""
     result: PlanResult | None = None
+    """The last round's result."""
     last: OffsetAssignment | None = None
+    """The last round's packing."""
+    stopped: bool = False
+    """Whether the rounds are over (the time limit)."""
 
-    def packs(plan: Plan) -> bool:
-        with budget.phase("packing"):
-            return packing.fits(plan)
+    @property
+    def packing(self) -> Packing:
+        test = self.pool.test
+        assert isinstance(test, Packing), "address fitting holds plans to a packing"
+        return test
 
-    def answer(interrupted: bool = False) -> FittedPlan | None:
+    def answer(self, interrupted: bool = False) -> FittedPlan | None:
         """The fastest plan that packs, as the loop's answer (``None``: none packs)."""
-        best = pool.best(options.formulation)
+        best = self.pool.best(self.options.formulation)
         if best is None:
             return None
-        return _fitted(best, packing, result, rounds, limits, bound, interrupted)
+        return _fitted(best, self.packing, self.result, self.rounds, self.limits, self.bound,
+                       interrupted)
 
-    for number in range(1, max_rounds + 1):
-        capacities = {**options.capacities, **{p: tuple(int(v) for v in a)
-                                                for p, a in limits.items()}}
+    def round(self, number: int, *, last: bool) -> FittedPlan | None:
+        """Round ``number``: solve under the limits so far, pack, offer; the loop's answer when
+        it ends here (a plan packs, Ctrl-C, tightening left no plan), else ``None`` after
+        tightening the limits for the next round (unless ``last`` or out of time)."""
+        from autotm_core.ilp.planner import plan_graph
+        from autotm_core.ilp.search.runner import SearchInterrupted
+        from autotm_core.plans.verify import check_plan
+        from autotm_core.solvers import TerminationCondition
+
+        if self.stopped:
+            return None
+        capacities = {**self.options.capacities,
+                      **{p: tuple(int(v) for v in a) for p, a in self.limits.items()}}
+        previous = tuple(h.plan for h in self.pool.starts(self.options.formulation))
         try:
-            result = plan_graph(graph, system, options=attrs.evolve(options, capacities=capacities),
-                                start_plans=previous, budget=budget, fits=packs, costs=costs,
-                                solver=solver, relative_gap=relative_gap, strategy=strategy,
-                                listener=listener, make_greedy=False)
+            result = plan_graph(
+                self.graph, self.system,
+                options=attrs.evolve(self.options, capacities=capacities),
+                start_plans=previous, budget=self.budget, fits=self._packs, costs=self.costs,
+                solver=self.solver, relative_gap=self.relative_gap, strategy=self.strategy,
+                listener=self.listener, make_greedy=False)
         except SearchInterrupted:
-            return _interrupted(answer(interrupted=True), number)
+            return _interrupted(self.answer(interrupted=True), number)
         except (CapacityError, NoPlanFoundError) as exc:  # NoPlanFound: out of time
-            if not limits:
+            if not self.limits:
                 raise
-            kept = answer()
+            kept = self.answer()
             if kept is not None:
                 logger.info("address fitting: tightening left no plan; a held plan is kept")
                 return kept
-            raise _gave_up(graph, rounds, f"tightening left no plan ({exc.message})") from exc
+            raise _gave_up(self.graph, self.rounds,
+                           f"tightening left no plan ({exc.message})") from exc
+        self.result = result
         if number == 1:
-            bound = result.bound_seconds
-        honest = _honest(result.plan, bound, number)
-        with budget.phase("packing"):
-            assignment = last = packing.assignment(honest)
-            pool.offer(honest, Source(Origin.SOLVE, options.formulation, round=number),
-                       simulation=result.simulation)
+            self.bound = result.bound_seconds
+        honest = _honest(result.plan, self.bound, number)
+        with self.budget.phase("packing"):
+            assignment = self.last = self.packing.assignment(honest)
+            held = self.pool.offer(honest, Source(Origin.SOLVE, self.options.formulation,
+                                                  round=number), simulation=result.simulation)
+        if assignment.fits and held is None:  # a plan that packs and fails the verifier
+            check_plan(assignment.plan, self.graph, self.system)
+        self._record(number, result, assignment)
+        interrupted = result.solve.termination is TerminationCondition.INTERRUPTED
+        if assignment.fits or interrupted:
+            done = self.answer(interrupted=interrupted)
+            if done is None:  # interrupted before any plan with addresses was found
+                return _interrupted(None, number)
+            return done
+        if last or self.budget.expired:
+            if not last:
+                logger.info("address fitting: the time limit ends the rounds after round %d",
+                            number)
+            self.stopped = True
+            return None
+        self._tighten(result, assignment)
+        return None
+
+    def _packs(self, plan: Plan) -> bool:
+        with self.budget.phase("packing"):
+            return self.packing.fits(plan)
+
+    def _record(self, number: int, result: PlanResult, assignment: OffsetAssignment) -> None:
         fit = FitRound(
             round=number, step_seconds=result.step_seconds, fits=assignment.fits,
             fragmentation_nbytes=int(assignment.fragmentation_nbytes),
             overflow_nbytes=max((o.overflow_nbytes for o in assignment.overflows), default=0),
             overflow_kernels=len({k for o in assignment.overflows for k in o.kernels}),
             seconds=result.solve.build_seconds + result.solve.handoff_seconds
-            + result.solve.solve_seconds,
-        )
-        rounds.append(fit)
+            + result.solve.solve_seconds)
+        self.rounds.append(fit)
         logger.info("address fitting, round %d: %s", number,
                     "fits" if fit.fits else f"overflows by {format_bytes(fit.overflow_nbytes)} "
                     f"at {fit.overflow_kernels} kernels")
-        if on_round is not None:
-            on_round(fit)
-        interrupted = result.solve.termination is TerminationCondition.INTERRUPTED
-        if assignment.fits or interrupted:
-            done = answer(interrupted=interrupted)
-            if done is None:  # interrupted before any plan with addresses was found
-                return _interrupted(None, number)
-            if done.source.round != number:
-                logger.info("address fitting: the held plan of %s is faster than round %d's",
-                            done.source.describe(), number)
-            return done
-        if number == max_rounds:
-            break
-        if budget.expired:
-            logger.info("address fitting: the time limit ends the rounds after round %d", number)
-            break
-        previous = (result.plan, *held_starts)
-        if floor is None:
-            floor = forced_fast_nbytes(graph, system, options)
+        if self.on_round is not None:
+            self.on_round(fit)
+
+    def _tighten(self, result: PlanResult, assignment: OffsetAssignment) -> None:
+        """Lower the limits around every overflow of ``assignment`` (see :func:`tighten`)."""
+        from autotm_core.ilp.infeasible import forced_fast_nbytes
+        from autotm_core.ilp.options import resolve_capacities
+
+        base = resolve_capacities(self.graph, self.system, self.options.capacities)
+        floor = forced_fast_nbytes(self.graph, self.system, self.options)
         for overflow in assignment.overflows:
-            p = system.pool_index(overflow.pool)
-            current = limits.get(overflow.pool, base[p])
+            p = self.system.pool_index(overflow.pool)
+            current = self.limits.get(overflow.pool, base[p])
             if current is None:  # only a pool with a capacity can overflow
                 continue
-            limits[overflow.pool] = tighten(
+            self.limits[overflow.pool] = tighten(
                 current, result.simulation.pool_nbytes[p], overflow.kernels,
                 overflow.excess_nbytes, floor_nbytes=floor if p == 0 else None,
-                window_kernels=strategy.tighten_kernels, page_nbytes=options.page_nbytes)
-    kept = answer()
-    if kept is not None:
-        logger.info("address fitting: no round's plan packed; a held plan is kept")
-        return kept
-    timed_out = " (the time limit ended the rounds)" if len(rounds) < max_rounds else ""
-    raise _gave_up(graph, rounds, "the packing still overflows after "
-                   f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}{timed_out}",
-                   last)
+                window_kernels=self.strategy.tighten_kernels,
+                page_nbytes=self.options.page_nbytes)
 
 
 def _interrupted(kept: FittedPlan | None, number: int) -> FittedPlan:
