@@ -502,7 +502,6 @@ def plan_approximate(
     from autotm_core.ilp.infeasible import check_lower_bounds
     from autotm_core.ilp.options import resolve_capacities
     from autotm_core.ilp.solve import require
-    from autotm_core.plans.verify import check_plan
     from autotm_core.plugins import get_solver
 
     backend = solver if solver is not None else get_solver(DEFAULT_SOLVER)
@@ -528,7 +527,15 @@ def plan_approximate(
                               budget=budget, listener=listener, pool=pool, reduce=reduce,
                               threads=threads, started=started)
     run_steps(APPROXIMATE_STEPS, state, budget=budget, listener=listener)
-    best = pool.best(options.formulation)
+    return _result(state)
+
+
+def _result(state: ApproximateSearch) -> ApproximatePlanResult:
+    """The pool's best plan the formulation allows, with the best bound that bounds it."""
+    from autotm_core.plans.verify import check_plan
+
+    graph, system, costs, pool = state.graph, state.system, state.costs, state.pool
+    best = pool.best(state.formulation)
     if best is None:
         raise SolverError(
             f"no plan of graph {graph.name!r} was found within the time budget, and the "
@@ -549,7 +556,7 @@ def plan_approximate(
         bound, bound_source = min(state.kernel_bound, bound), "kernels"
     # a bound above a feasible plan's time can only come from tolerances now: clip it
     bound = min(bound, step)
-    pool.offer_bound(options.formulation, Bound(bound, bound_source))
+    pool.offer_bound(state.formulation, Bound(bound, bound_source))
     lp = state.index.lp if state.index is not None else None
     return ApproximatePlanResult(
         plan=best.plan, simulation=best.simulation, source=best.source,
@@ -559,8 +566,8 @@ def plan_approximate(
         n_binaries=0 if lp is None else lp.n_binaries,
         n_nonzeros=0 if state.problem is None else state.problem.n_nonzeros,
         build_seconds=state.build_seconds, baseline_seconds=state.baseline_seconds,
-        solve_seconds=state.solve_seconds, total_seconds=time.perf_counter() - started,
-        system=system, solver_name=backend.name, solver_version=state.version,
+        solve_seconds=state.solve_seconds, total_seconds=time.perf_counter() - state.started,
+        system=system, solver_name=state.solver.name, solver_version=state.version,
         interrupted=state.interrupted)
 
 
