@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         comparisons: Sequence[Comparison] = ()
         if not outcome.interrupted:  # after Ctrl-C: report what was kept, and stop
             status.update("computing the baselines")
-            comparisons = compare_baselines(problem)
+            comparisons = compare_baselines(problem, addresses=outcome.plan.has_offsets)
     status_code = 130 if outcome.interrupted else 0
     facts = solve_facts(outcome, comparisons, top=max(0, args.top))
     if args.output:

@@ -41,7 +41,7 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
     facts["baselines"] = [
         {"name": c.planner, "step_seconds": c.step_seconds, "skipped": c.reason or None,
          "slowdown": _over(c.step_seconds, outcome.all_fast_seconds),
-         "plan_speedup": _over(c.step_seconds, outcome.step_seconds)}
+         "plan_speedup": _over(c.step_seconds, outcome.step_seconds), "packs": c.packs}
         for c in comparisons]
     s, m = outcome.solve, outcome.model
     facts["solve"] = {
@@ -174,7 +174,9 @@ def _compared(outcome: Outcome, comparisons: Sequence[Comparison]) -> Table:
         if c.step_seconds is None:
             table.add_row(c.planner, "-", "cannot exist here", "")
             continue
-        table.add_row(c.planner, format_seconds(c.step_seconds),
+        # a plan that does not pack is not one a run could carry out as it is
+        name = c.planner if c.packs is not False else f"{c.planner} (does not pack)"
+        table.add_row(name, format_seconds(c.step_seconds),
                       _ratio(_over(c.step_seconds, ideal)),
                       _ratio(_over(c.step_seconds, outcome.step_seconds)))
     return table
