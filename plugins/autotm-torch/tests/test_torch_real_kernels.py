@@ -62,6 +62,8 @@ def test_first_touch_plan_runs_in_the_arenas_and_equals_eager(setup):
     assert set(run.copied) <= COPIED_OPS
     assert len(run.report.step_seconds) == 2 and run.report.kernel_seconds.shape == (n,)
     assert run.report.kernels == "torch" and run.report.check is None  # compared above
+    assert (run.report.digests != 0).all()  # what each kernel read, hashed by the loop
+    assert run.report.final_digests.keys() <= {t.name for t in step.graph.tensors}
 
 
 def test_greedy_plan_with_synchronous_moves_equals_eager(setup):
