@@ -38,20 +38,23 @@ RTOL, ATOL = 1.3e-6, 1e-5
 """Tolerances of the comparison with eager PyTorch (``torch.allclose``)."""
 
 
-class CapturedKernels(TorchKernels):
-    """The real kernels of a request captured again when the run starts, checked against
+class CapturedKernels:
+    """The real kernels of a request captured again when the run starts
+    (:class:`~autotm_torch.real_kernels.TorchKernels` of the capture), checked against
     one eager PyTorch step (see the module doc)."""
 
+    name = TorchKernels.name
+    hashes_reads = TorchKernels.hashes_reads
+
     def __init__(self, request: Request) -> None:
-        super().__init__(None, (), pools=NumaPools)  # type: ignore[arg-type]
         self.request = request
 
     def open(self, setup: RunSetup) -> Pools:
         """Capture the request, check it is the plan's graph, take the real values."""
         request = self.request
         traced = trace_request(request)
-        self.step = captured_step(traced, name=setup.graph.name)
-        _check_same(self.step.graph, setup.graph, request)
+        step = captured_step(traced, name=setup.graph.name)
+        _check_same(step.graph, setup.graph, request)
         self.model = _real(request.model)
         self.optimizer = None
         if request.optimizer is not None:
@@ -59,25 +62,38 @@ class CapturedKernels(TorchKernels):
             self.optimizer = build_optimizer(request.optimizer, fake_of={p: p for p in params},
                                              fake_params=params, capturable=False)
             warm_up(self.optimizer)
-        self.values = clone_values(step_values(
+        values = clone_values(step_values(
             traced, model=self.model, inputs=request.example_inputs,
             targets=_targets(request.targets), optimizer=self.optimizer))
         device = step_device(traced)  # a CUDA capture runs in device memory, whatever the values
-        if device.type == "cuda":
-            self.pools = functools.partial(TorchPools, device=device)
-        return super().open(setup)
+        pools = (functools.partial(TorchPools, device=device) if device.type == "cuda"
+                 else NumaPools)
+        self.kernels = TorchKernels(step, values, pools=pools)
+        return self.kernels.open(setup)
+
+    def begin_step(self, step: int) -> None:
+        """The captured values, written again."""
+        self.kernels.begin_step(step)
+
+    def run_kernel(self, k: int) -> int:
+        """The ATen op of kernel ``k``."""
+        return self.kernels.run_kernel(k)
+
+    def after_kernel(self, k: int) -> None:
+        """A returned value read out."""
+        self.kernels.after_kernel(k)
 
     def finish(
         self, *, digests: npt.NDArray[np.uint64], final_digests: dict[str, int]
     ) -> KernelsDone:
         """The results read out, compared with one eager PyTorch step (or pass)."""
-        done = super().finish(digests=digests, final_digests=final_digests)
+        done = self.kernels.finish(digests=digests, final_digests=final_digests)
         return KernelsDone(check=self._compare(), notes=done.notes)
 
     def _compare(self) -> ResultCheck:
         """One eager PyTorch step (or pass) from the same state, compared with the run."""
         request, model, optimizer, traced = (self.request, self.model, self.optimizer,
-                                             self.step.traced)
+                                             self.kernels.step.traced)
         if optimizer is None:
             batch = example_inputs(request.example_inputs)
             args, kwargs = batch.arguments(batch.tensors)
@@ -87,14 +103,14 @@ class CapturedKernels(TorchKernels):
                 expected = {str(i): v for i, v in enumerate(output_tensors(model(*args,
                                                                                  **kwargs)))}
             model.train(was_training)
-            got = {str(i): v for i, v in enumerate(self.outputs)}
+            got = {str(i): v for i, v in enumerate(self.kernels.outputs)}
         else:
             before = {r.name for r in traced.inputs
                       if not r.name.startswith(("input:", "target:"))}
             reference = eager_step(model, request.example_inputs, loss=request.loss,
                                    targets=_targets(request.targets), optimizer=optimizer)
             roles = [r.name for r in traced.outputs]
-            got = {**dict(zip(roles, self.outputs, strict=True)), **self.ends}
+            got = {**dict(zip(roles, self.kernels.outputs, strict=True)), **self.kernels.ends}
             expected = {"output:loss": reference.loss, **reference.grads}
             after = step_values(traced, model=model, inputs=request.example_inputs,
                                 targets=_targets(request.targets), optimizer=optimizer)
@@ -130,10 +146,10 @@ def _check_same(captured: Graph, given: Graph, request: Request) -> None:
             if (mine.name, mine.nbytes, mine.kind) != (theirs.name, theirs.nbytes, theirs.kind):
                 difference = f"tensor {mine.name!r} ({mine.nbytes} bytes) against {theirs.name!r}"
                 break
-        for mine, theirs in zip(captured.kernels, given.kernels, strict=True):
-            if difference is None and (mine.name, mine.op, mine.inputs, mine.outputs) != (
-                    theirs.name, theirs.op, theirs.inputs, theirs.outputs):
-                difference = f"kernel {mine.name!r} ({mine.op}) against {theirs.name!r}"
+        for kernel, other in zip(captured.kernels, given.kernels, strict=True):
+            if difference is None and (kernel.name, kernel.op, kernel.inputs, kernel.outputs) != (
+                    other.name, other.op, other.inputs, other.outputs):
+                difference = f"kernel {kernel.name!r} ({kernel.op}) against {other.name!r}"
     if difference is not None:
         raise ExecutionError(
             f"the step captured for the torch kernels is not graph {given.name!r}: {difference}",
