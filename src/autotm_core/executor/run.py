@@ -160,8 +160,9 @@ def prediction(
 class StepLoop:
     """The run loop, in the shape of torch.fx's ``Interpreter``: :meth:`run_step` runs
     one step kernel by kernel through per-kernel methods (:meth:`join`, :meth:`copy`,
-    :meth:`submit`, :meth:`run_kernel`) that a subclass may override; the kernels
-    themselves are the runner's, the copies the memory's.
+    :meth:`submit`, :meth:`run_kernel`), each the one place that phase happens (a subclass
+    overrides one to change it); the kernels themselves are the runner's, the copies the
+    memory's. :func:`execute` drives it.
 
     ``samples[step, phase, k]`` (phases :data:`PHASES`), ``step_seconds``,
     ``on_cpu_seconds``, ``copy_seconds`` (each step's) and ``digests[step, k]`` (the hash of
