@@ -41,8 +41,7 @@ import time
 import numpy as np
 
 from autotm_core.baselines import run_baseline
-from autotm_core.executor import replay
-from autotm_core.executor.run import execute
+from autotm_core.executor import ReplayKernels, execute, replay
 from autotm_core.ir import GraphBuilder, TensorKind
 from autotm_core.memory import CopyLink, MemorySystem, Pool
 from autotm_core.plans import Move, Residency, make_plan
@@ -91,7 +90,8 @@ def sync_moves(nbytes: int, repeat: int, rounds: int, *, shift: int) -> None:
     references, moves = [], []
     for _ in range(rounds):
         references.append(nbytes / median_seconds(lambda: np.copyto(target, source), repeat))
-        report = execute(plan, graph, system, repeat=repeat, check=False)
+        report = execute(plan, graph, system, repeat=repeat,
+                     kernels=ReplayKernels(check=False))
         moves.append(report.sync_bytes_per_second)
     ratios = np.array(moves) / np.array(references)
     print(f"sync move of {nbytes // MIB} MiB, target {shift} bytes further in its page: "
@@ -112,7 +112,8 @@ def overhead(n_kernels: int, repeat: int) -> None:
     graph = b.build()
     system = system_of(1e10, 1e10, 1e10, 1e9)
     plan = run_baseline("all-fast", graph, system)
-    report = execute(plan, graph, system, repeat=repeat, check=False)
+    report = execute(plan, graph, system, repeat=repeat,
+                     kernels=ReplayKernels(check=False))
     space = np.zeros(64 * (n_kernels + 2), dtype=np.uint8)
     words = space.view(np.uint64)
     ops = np.array([[64 * (k + i), 64, k, i] for k in range(n_kernels) for i in (0, 1)],

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     roomy = _system(rates, 2 * peak + (64 << 20))
     ideal, roomy = fit_addresses(all_fast(graph, roomy), graph, roomy)
     base = run_plan(step, ideal, roomy, initial, pools=pools, repeat=args.repeat)
-    costs = _costs(graph, base.kernel_seconds, rates)
+    costs = _costs(graph, base.report.kernel_seconds, rates)
     limit = int(args.ratio * peak)
     limited = _system(rates, limit)
     plans = {"all-in-device": (ideal, roomy)}
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, (plan, system) in plans.items():
         run = base if name == "all-in-device" else run_plan(
             step, plan, system, initial, pools=pools, repeat=args.repeat)
-        measured = float(np.median(run.step_seconds))
+        measured = run.report.measured_step_seconds
         ideal_seconds = ideal_seconds or measured
         predicted = float(simulate(plan, graph, system, costs).step_seconds)
         diffs = [float((run.outputs[0] - eager.loss.cpu()).abs().max())]
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         diffs += [float((v - after[k]).abs().max()) for k, v in run.final.items()]
         fast = plan.capacities.get("hbm")
         rows.append((name, fast, measured, predicted, measured / ideal_seconds, max(diffs),
-                     run.sync_nbytes + run.async_nbytes, run.staged_nbytes,
+                     run.report.sync_nbytes + run.report.async_nbytes, run.staged_nbytes,
                      sum(run.copied.values())))
         copied_ops = run.copied
     print(f"\ndevice limit {format_bytes(limit)} ({args.ratio:.2f} x peak); "

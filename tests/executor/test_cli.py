@@ -40,7 +40,7 @@ def test_run_prints_measured_predicted_and_the_same_memory_note(tmp_path, monkey
     assert status == 0
     assert "median of 2" in out and "predicted" in out and "error" in out
     assert "on CPU" in out and "of the wall time" in out
-    assert "identical to the one-pool replay" in out
+    assert "equal to the one-pool replay" in out
     assert "the same memory" in out
     assert "64/64" in out
 
@@ -64,7 +64,7 @@ def test_run_missing_node_is_one_line_and_a_hint(tmp_path, monkeypatch):
     assert "error: pool 'pmm': NUMA node 9 does not exist" in err and "hint:" in err
     status, out, _ = _run(["run", plan, "--graph", graph, "--system", system, "--bind", "pmm=0",
                            "--repeat", "1"], monkeypatch)
-    assert status == 0 and "identical" in out
+    assert status == 0 and "equal to the one-pool replay" in out
 
 
 def test_bad_bind_is_a_usage_error(tmp_path, monkeypatch):
@@ -81,3 +81,25 @@ def test_a_pool_the_system_lacks_is_a_usage_error(tmp_path, monkeypatch, option)
                            "nowhere=0"], monkeypatch)
     assert status == 2
     assert f"{option} names pool 'nowhere'" in err and "its pools are dram, pmm" in err
+
+
+def test_a_preset_is_fitted_to_this_machine_by_default(tmp_path, monkeypatch):
+    plan = str(tmp_path / "plan.json")
+    status, _, _ = _run(["baseline", "example:mlp", "--system", "optane-2019", "--ratio", "4:1",
+                         "--planner", "first-touch", "-o", plan], monkeypatch)
+    assert status == 0
+    run = ["run", plan, "--graph", "example:mlp", "--system", "optane-2019", "--repeat", "1",
+           "--flops-scale", "1e-4"]
+    status, out, _ = _run([*run, "--json"], monkeypatch)
+    facts = json.loads(out)
+    assert status == 0 and facts["check"]["matches"]
+    assert all(p["arena_nbytes"] < 1 << 30 for p in facts["pools"])  # not the 715 GiB of pmm
+    assert any("'pmm': arena of" in note and "instead of its capacity" in note
+               for note in facts["notes"])
+    assert facts["predicted_for"].startswith("the optane-2019 preset's machine")
+    status, out, _ = _run(run, monkeypatch)
+    assert "on the optane-2019 preset's machine (its published speeds), not this one" in " ".join(
+        out.split())
+    status, _, err = _run([*run, "--no-fit-machine"], monkeypatch)
+    assert status == 1 and "error: " in err  # node 2, or 715 GiB, is not on this machine
+

@@ -17,7 +17,7 @@ from tests.executor.helpers import (
 from autotm_core.baselines import run_baseline
 from autotm_core.errors import ExecutionError, NumaError, PlanError
 from autotm_core.examples.networks import training_chain
-from autotm_core.executor.run import execute
+from autotm_core.executor import ReplayKernels, execute
 from autotm_core.plans import MoveKind, Residency
 
 
@@ -106,7 +106,8 @@ def test_a_missing_node_is_a_clear_error():
 def test_a_pool_without_a_node_binds_to_node_0_with_a_note():
     graph = diamond()
     system = two_pools(slow_node=None)
-    report = execute(diamond_plan(graph, system), graph, system, repeat=1, check=False)
+    report = execute(diamond_plan(graph, system), graph, system, repeat=1,
+                     kernels=ReplayKernels(check=False))
     assert report.check is None
     assert any("'pmm' names no NUMA node; bound to NUMA node 0" in note for note in report.notes)
 

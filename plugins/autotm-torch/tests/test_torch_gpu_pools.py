@@ -88,7 +88,7 @@ def test_a_step_through_torch_pools_equals_eager(mlp, planner):
     plan, system = fit_addresses(plan, step.graph, system)
     run = run_plan(step, plan, system, initial, pools=TorchPools, repeat=2)
     assert run.pools == ("cuda" if cuda_available() else "cpu-test")
-    assert (run.sync_nbytes if planner == "greedy" else run.async_nbytes) > 0
+    assert (run.report.sync_nbytes if planner == "greedy" else run.report.async_nbytes) > 0
     assert run.staged_nbytes == 0 or cuda_available()  # one device in the test mode
     torch.testing.assert_close(run.outputs[0], reference.loss)
     for role, grad in zip(step.traced.outputs[1:], run.outputs[1:], strict=True):

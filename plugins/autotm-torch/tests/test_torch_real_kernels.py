@@ -55,12 +55,15 @@ def test_first_touch_plan_runs_in_the_arenas_and_equals_eager(setup):
     assert 0 < plan.attributes["spilled_tensors"] < len(step.graph.tensors)
     run = run_plan(step, plan, system, initial, repeat=2)
     check_equal(step, run, reference, after)
-    assert run.pools == "numa" and run.sync_nbytes == run.async_nbytes == 0
+    assert run.pools == "numa" and run.report.sync_nbytes == run.report.async_nbytes == 0
     n = len(step.graph.kernels)
     assert run.in_place + sum(run.out_variant.values()) + sum(run.copied.values()) == n
     assert sum(run.out_variant.values()) > n // 3  # most functional ops write into the arena
     assert set(run.copied) <= COPIED_OPS
-    assert len(run.step_seconds) == 2 and run.kernel_seconds.shape == (n,)
+    assert len(run.report.step_seconds) == 2 and run.report.kernel_seconds.shape == (n,)
+    assert run.report.kernels == "torch" and run.report.check is None  # compared above
+    assert (run.report.digests != 0).all()  # what each kernel read, hashed by the loop
+    assert run.report.final_digests.keys() <= {t.name for t in step.graph.tensors}
 
 
 def test_greedy_plan_with_synchronous_moves_equals_eager(setup):
@@ -70,7 +73,7 @@ def test_greedy_plan_with_synchronous_moves_equals_eager(setup):
     plan, system = fit_addresses(plan, step.graph, system)
     assert plan.moves
     run = run_plan(step, plan, system, initial)
-    assert run.sync_nbytes > 0
+    assert run.report.sync_nbytes > 0
     check_equal(step, run, reference, after)
 
 
@@ -79,7 +82,7 @@ def test_asynchronous_round_trips_equal_eager(setup):
     system = two_pools(FAST_NBYTES)
     plan, system = fit_addresses(round_trips(step.graph, system), step.graph, system)
     run = run_plan(step, plan, system, initial)
-    assert run.async_nbytes > 0 and run.sync_nbytes == 0
+    assert run.report.async_nbytes > 0 and run.report.sync_nbytes == 0
     check_equal(step, run, reference, after)
 
 

@@ -40,8 +40,11 @@ def test_a_plan_runs_with_torch_kernels_on_this_machine(files, capsys):
                 "--repeat", "2", "--json") == 0
     facts = json.loads(capsys.readouterr().out)
     notes = " ".join(facts["notes"])
-    assert "equal one eager PyTorch step" in notes and "real ATen kernels" in notes
+    check = facts["check"]
+    assert check["reference"] == "one eager PyTorch step" and check["matches"]
+    assert "largest difference" in check["detail"] and "real ATen kernels" in notes
     assert "instead of its capacity" in notes  # the 715 GiB pmm pool: an arena of what is used
+    assert facts["kernels_run"] == "torch" and facts["async_copy_seconds"] >= 0
     assert all(p["arena_nbytes"] < 1 << 30 for p in facts["pools"])
     assert facts["kernels"] > 0 and facts["measured_step_seconds"] > 0
     assert facts["predicted_step_seconds"] > 0
@@ -64,3 +67,17 @@ def test_bad_run_options_are_one_clear_error(files, capsys, extra, status, messa
     assert _run(files, "--repeat", "1", *extra) == status
     err = " ".join(capsys.readouterr().err.split())
     assert "error: " in err and message in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_results_that_differ_from_eager_pytorch_exit_with_status_1(tmp_path, capsys):
+    spec = f"{HERE / 'torch_models.py'}:dropout_factory"
+    graph, plan = str(tmp_path / "graph.json"), str(tmp_path / "plan.json")
+    assert main(["import", "torch", spec, "-o", graph]) == 0
+    assert main(["baseline", graph, "--system", "optane-2019", "--ratio", "1:1",
+                 "--planner", "first-touch", "-o", plan]) == 0
+    capsys.readouterr()
+    assert main(["run", plan, "--graph", graph, "--system", "optane-2019", "--kernels",
+                 f"torch:{spec}", "--repeat", "1", "--json"]) == 1
+    check = json.loads(capsys.readouterr().out)["check"]
+    assert not check["matches"] and check["tensors"] and "dropout" in check["detail"]

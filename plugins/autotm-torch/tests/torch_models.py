@@ -163,3 +163,20 @@ def keyword_factory(batch_size: int = 2):
     """A model taking a batch as keyword arguments; no loss: ``--option loss=output``."""
     return {"model": KeywordModel(), "example_inputs": keyword_batch(batch_size),
             "optimizer": "adam"}
+
+
+class DropoutMLP(MLP):
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
+def dropout_factory(batch_size: int = 4):
+    """An MLP with dropout: its random numbers differ op by op from an eager step's."""
+    made = mlp_factory(batch_size)
+    model = DropoutMLP()
+    made.update(model=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-3))
+    return made

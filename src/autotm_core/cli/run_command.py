@@ -1,24 +1,24 @@
 """``run PLAN --graph G --system S``: execute a plan on real memory pools and measure it.
 
-The kernels are autotm-core's replay kernels, or with ``--kernels FRONTEND:SPEC``
-the real ones of a frontend plugin that can run its captures. Such a frontend
-has a method :data:`RUN_HOOK` (the torch plugin's, docs/torch-execution.md)::
+Every run goes through the executor's one loop (:func:`autotm_core.executor.execute`)
+with a :class:`~autotm_core.executor.KernelRunner`: autotm-core's replay kernels, or
+with ``--kernels FRONTEND:SPEC`` the real ones of a frontend plugin that is a
+:class:`~autotm_core.executor.KernelSource` (the torch plugin's,
+docs/torch-execution.md): ``frontend.kernel_runner(SPEC, **options)`` with
+``--batch-size`` and every ``--option`` as ``import`` passes them to ``load()``. The
+runner captures SPEC again, checks that the capture is the plan's graph, and
+compares its results with the framework's own step.
 
-    run_plan(spec, *, plan, graph, system, repeat, bind, arena_nbytes,
-             predicted_seconds, predicted_step_seconds, progress, **options)
-        -> autotm_core.executor.ExecutionReport
-
-It captures ``spec`` again with ``options`` (as ``import FRONTEND SPEC`` would),
-checks that the capture is ``graph``, runs ``plan`` with the real kernels in
-arenas fitted to this machine (``plan_layout(..., fit_machine=True)``) and
-reports measured time next to the predictions it is given.
+The exit status is 0 when the run's results equal its reference (the one-pool
+replay's bytes, or the framework's eager step), :data:`RESULTS_DIFFER_STATUS` when
+they differ, and as for every command otherwise (docs/cli.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -34,6 +34,7 @@ from autotm_core.cli.options import (
 from autotm_core.errors import UsageError
 
 if TYPE_CHECKING:
+    from autotm_core.executor import KernelRunner
     from autotm_core.ir import Graph
     from autotm_core.memory import MemorySystem
 
@@ -41,12 +42,17 @@ DESCRIPTION = """\
 Verify a plan, make one NUMA-bound, pre-faulted arena per pool, run the graph's replay
 kernels (or with --kernels FRONTEND:SPEC a frontend's real kernels, e.g. PyTorch's) with the
 plan's placements and copies (asynchronous ones on a copy thread), and report measured
-against predicted time per kernel and in total. The bytes the replay kernels read are
+against predicted time per kernel and in total (predicted for the system's machine: a
+preset's is a published one, not this one). The bytes the replay kernels read are
 checked against a replay with every tensor in one pool; real kernels are checked against
-the framework's own step."""
+the framework's own step. A preset is fitted to this machine (its pools bound to NUMA
+nodes this machine has, bounded arenas as large as the plan uses), each change said in
+the report. Exit status 0: the results equal the reference; 1: they differ (or an input
+was refused); 2: a usage error."""
 """What ``run --help`` says the command does."""
-RUN_HOOK = "run_plan"
-"""The method of a frontend plugin that runs a plan with its own kernels (module doc)."""
+RESULTS_DIFFER_STATUS = 1
+"""Exit status of a run whose results differ from its reference: a negative answer, as
+``verify``'s of an invalid plan."""
 LONG_RUN_SECONDS = 10.0
 """A replay expected to compute longer than this in all is announced before it starts."""
 
@@ -64,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="what runs each kernel: 'replay' (default: synthetic kernels that "
                         "compute at this CPU's speed, see --flops-scale) or FRONTEND:SPEC, a "
                         "frontend that captures SPEC again and runs its real kernels, e.g. "
-                        "torch:models.py:factory (implies --fit-machine)")
+                        "torch:models.py:factory")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="an option for the frontend of --kernels, as for import (repeatable)")
     parser.add_argument("--batch-size", type=int, metavar="N",
@@ -74,9 +80,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--arena", action="append", default=[], metavar="POOL=SIZE",
                         help="make a bounded pool's arena this size instead of its capacity; it "
                         "must hold the plan's offsets (repeatable), e.g. pmm=1GiB")
-    parser.add_argument("--fit-machine", action="store_true",
+    parser.add_argument("--fit-machine", action=argparse.BooleanOptionalAction, default=None,
                         help="bind pools to the NUMA nodes this machine has where the system "
-                        "names others, and make bounded pools' arenas as large as the plan uses")
+                        "names others, and make bounded pools' arenas as large as the plan uses "
+                        "(default: for a preset, not for a system file); --no-fit-machine "
+                        "insists on the system's nodes and capacities")
     parser.add_argument("--flops-scale", type=float, default=1.0, metavar="X",
                         help="scale every replay kernel's compute (default 1)")
     parser.add_argument("--no-check", action="store_true",
@@ -90,46 +98,43 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from rich.progress import Progress
 
     from autotm_core.costs.resolve import resolve_costs
-    from autotm_core.executor.run import execute, prediction
+    from autotm_core.executor import ReplayKernels, execute
     from autotm_core.report.run_report import render_run, run_facts
     from autotm_core.units import parse_size
 
     bind = parse_pairs(args.bind, "--bind", int)
     arenas = parse_pairs(args.arena, "--arena", parse_size)
-    runner, spec, options = _frontend_kernels(args)
+    kernels = _kernels(args)
     plan, graph, system = plan_inputs(args, check=False)  # the run verifies it
     check_pool_names(bind, "--bind", system)
     check_pool_names(arenas, "--arena", system)
     costs = resolve_costs(graph, system, costs_path=args.costs)
+    if kernels is None:
+        _announce_replay(graph, system, args)
+        kernels = ReplayKernels(check=not args.no_check)
     with Progress(console=console, transient=True, disable=args.json) as progress:
         task = progress.add_task("running the step", total=args.repeat)
 
         def advance(done: int, total: int) -> None:
             progress.update(task, completed=done)
 
-        if runner is None:
-            _announce_replay(graph, system, args)
-            report = execute(
-                plan, graph, system, repeat=args.repeat, costs=costs, bind=bind,
-                arena_nbytes=arenas, flops_scale=args.flops_scale, check=not args.no_check,
-                fit_machine=args.fit_machine, progress=advance,
-            )
-        else:
-            predicted, predicted_step = prediction(plan, graph, system, costs)
-            report = runner(spec, plan=plan, graph=graph, system=system, repeat=args.repeat,
-                            bind=bind, arena_nbytes=arenas, predicted_seconds=predicted,
-                            predicted_step_seconds=predicted_step, progress=advance, **options)
+        report = execute(
+            plan, graph, system, kernels=kernels, repeat=args.repeat, costs=costs, bind=bind,
+            arena_nbytes=arenas, flops_scale=args.flops_scale, fit_machine=args.fit_machine,
+            progress=advance,
+        )
     facts = run_facts(report, top=max(0, args.top))
     if args.json:
         console.print_json(json.dumps(facts))
     else:
         console.print(render_run(facts))
-    return 0 if report.check is None or report.check.matches else 1
+    return 0 if report.check is None or report.check.matches else RESULTS_DIFFER_STATUS
 
 
-def _frontend_kernels(args: argparse.Namespace) -> tuple[Any, str, dict[str, object]]:
-    """The run hook, SPEC and options of ``--kernels FRONTEND:SPEC`` (no hook: replay)."""
+def _kernels(args: argparse.Namespace) -> KernelRunner | None:
+    """The runner of ``--kernels FRONTEND:SPEC`` (``None``: the replay kernels)."""
     from autotm_core.cli.import_command import parse_options
+    from autotm_core.executor import KernelSource
     from autotm_core.plugins import get_frontend
 
     options: dict[str, object] = dict(parse_options(args.option))
@@ -139,7 +144,7 @@ def _frontend_kernels(args: argparse.Namespace) -> tuple[Any, str, dict[str, obj
         if options:
             raise UsageError("--option and --batch-size are for the frontend of --kernels",
                              hint="give --kernels FRONTEND:SPEC, or leave them out")
-        return None, "", options
+        return None
     name, sep, spec = args.kernels.partition(":")
     if not sep or not name or not spec:
         raise UsageError(f"--kernels {args.kernels!r} is neither 'replay' nor FRONTEND:SPEC",
@@ -147,11 +152,11 @@ def _frontend_kernels(args: argparse.Namespace) -> tuple[Any, str, dict[str, obj
     if args.flops_scale != 1.0 or args.no_check:
         raise UsageError("--flops-scale and --no-check apply to replay kernels only",
                          hint=f"leave them out with --kernels {args.kernels}")
-    runner = getattr(get_frontend(name), RUN_HOOK, None)
-    if not callable(runner):
+    frontend = get_frontend(name)
+    if not isinstance(frontend, KernelSource):
         raise UsageError(f"frontend {name!r} cannot run plans with its own kernels (it has no "
-                         f"{RUN_HOOK}())", hint="use --kernels replay")
-    return runner, spec, options
+                         "kernel_runner())", hint="use --kernels replay")
+    return frontend.kernel_runner(spec, **options)
 
 
 def _announce_replay(graph: Graph, system: MemorySystem, args: argparse.Namespace) -> None:

@@ -16,10 +16,12 @@ import numpy as np
 import numpy.typing as npt
 
 from autotm_core.executor.program import arrival, seed_of
-from autotm_core.executor.records import ReplayCheck
+from autotm_core.executor.records import ResultCheck
 from autotm_core.executor.rows import READ, SCRATCH, WRITE
 from autotm_core.ir import Graph
 
+REFERENCE = "the one-pool replay"
+"""What :func:`compare` compares a run with (:attr:`ResultCheck.reference`)."""
 ALIGNMENT_NBYTES = 64
 """Alignment of each tensor in the one-pool buffer."""
 
@@ -71,14 +73,15 @@ def compare(
     final: dict[str, int],
     expected_digests: npt.NDArray[np.uint64],
     expected_final: dict[str, int],
-) -> ReplayCheck:
+) -> ResultCheck:
     """How a run's digests (``(steps, n)``, or ``(n,)`` for one step) compare with the
     one-pool replay's."""
     differ = np.argwhere(np.atleast_2d(digests) != np.atleast_2d(expected_digests))
     tensors = tuple(sorted(name for name in final.keys() | expected_final.keys()
                            if final.get(name) != expected_final.get(name)))
     step, first = (int(differ[0, 0]), int(differ[0, 1])) if len(differ) else (-1, -1)
-    return ReplayCheck(first < 0 and not tensors, first, tensors, step)
+    return ResultCheck(reference=REFERENCE, matches=first < 0 and not tensors, first_kernel=first,
+                       tensors=tensors, step=step)
 
 
 def _rows(rows: list[tuple[int, int, int, int]]) -> npt.NDArray[np.int64]:

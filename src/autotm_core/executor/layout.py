@@ -2,8 +2,11 @@
 
 - Each pool gets a NUMA node: ``bind`` (an override), else its ``numa_node``,
   else the first allowed node, with a note (a pool without a node, or on a
-  device this executor cannot reach; with ``fit_machine``, also a node this
+  device this executor cannot reach; when fitting the machine, also a node this
   machine does not have).
+- Whether to fit the machine is :func:`fits_machine`'s answer, the one place
+  every run (replay or real kernels) decides it: as asked, else for a built-in
+  preset (a published machine's nodes and capacities) and not for a system file.
 - Each pool gets one arena of its size: the plan's capacity for a bounded pool,
   whose residencies must all carry offsets that fit (else :class:`ExecutionError`
   before running), or with ``fit_machine`` only the bytes the plan uses of it;
@@ -51,6 +54,16 @@ class Layout:
     """What the run should be read with (default bindings, packing, scratch arena)."""
 
 
+def fits_machine(system: MemorySystem, fit_machine: bool | None) -> bool:
+    """Whether a run of a plan on ``system`` fits it to this machine: as ``fit_machine``
+    says, and by default (``None``) when ``system`` is a built-in preset, whose NUMA nodes
+    and capacities are a published machine's, not this one's; a system file (from
+    ``calibrate``, say) is taken as it is."""
+    from autotm_core.presets import is_preset
+
+    return fit_machine if fit_machine is not None else is_preset(system)
+
+
 def resolve_nodes(
     system: MemorySystem, bind: Mapping[str, int] | None = None, *, fit_machine: bool = False
 ) -> tuple[list[int], list[str]]:
@@ -87,7 +100,7 @@ def plan_layout(
     *,
     bind: Mapping[str, int] | None = None,
     arena_nbytes: Mapping[str, int] | None = None,
-    fit_machine: bool = False,
+    fit_machine: bool | None = None,
 ) -> Layout:
     """The arenas and addresses of ``plan`` (verified beforehand) on this machine.
 
@@ -96,7 +109,9 @@ def plan_layout(
     ``fit_machine`` binds pools whose node this machine lacks to one it has and makes
     each bounded pool's arena (unless ``arena_nbytes`` names it) only as large as the
     bytes the plan uses of it, each with a note: a preset's plan runs on a small machine.
+    By default (``None``) only a preset is fitted (:func:`fits_machine`).
     """
+    fit_machine = fits_machine(system, fit_machine)
     arena_nbytes = dict(arena_nbytes or {})
     for name in arena_nbytes:
         system.pool(name)

@@ -26,19 +26,27 @@ class PoolRun:
     """How many of those were on :attr:`node`."""
 
 
-@attrs.frozen(slots=True)
-class ReplayCheck:
-    """The run's bytes compared with a replay of the graph with every tensor in one pool."""
+@attrs.frozen(slots=True, kw_only=True)
+class ResultCheck:
+    """A run's results compared with a reference: the replay kernels' bytes with a replay of
+    the graph with every tensor in one pool, a framework's kernels with its own eager step."""
 
+    reference: str
+    """What the results were compared with (``the one-pool replay``, ``one eager PyTorch
+    step``)."""
     matches: bool
-    """Every kernel read the same bytes and every surviving tensor ended the same."""
-    first_kernel: int
-    """First kernel that read different bytes (-1 when none did)."""
-    tensors: tuple[str, ...]
-    """Surviving tensors whose final bytes differ."""
+    """The results equal the reference's (every kernel read the same bytes and every
+    surviving tensor ended the same; or every value within the framework's tolerance)."""
+    first_kernel: int = -1
+    """First kernel that read different bytes (-1 when none did, or when the check compares
+    only the step's results)."""
+    tensors: tuple[str, ...] = ()
+    """Surviving tensors (or returned values) that differ."""
     step: int = -1
     """Step of the loop in which :attr:`first_kernel` read different bytes (0: the untimed
     first step, then each timed repetition); -1 when none did."""
+    detail: str = ""
+    """What else the comparison found, for people (the largest difference, a likely cause)."""
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -48,7 +56,12 @@ class ExecutionReport:
     graph: str
     """Graph executed."""
     system: str
-    """Memory system executed on."""
+    """Memory system the plan was made for (and predicted on)."""
+    predicted_for: str
+    """Which machine the prediction describes: a preset's published one, or the system file's
+    (not necessarily this one)."""
+    kernels: str
+    """What ran the kernels (:attr:`~autotm_core.executor.kernels.KernelRunner.name`)."""
     planner: str
     """Who made the plan."""
     repeat: int
@@ -62,7 +75,7 @@ class ExecutionReport:
     same_memory: bool
     """Every pool was bound to the same NUMA node: speed differences between pools cannot show."""
     kernel_seconds: FloatArray
-    """``(n,)`` median time of each replay kernel itself."""
+    """``(n,)`` median time of each kernel itself."""
     sync_seconds: FloatArray
     """``(n,)`` median time of the synchronous copies before each kernel."""
     wait_seconds: FloatArray
@@ -84,14 +97,15 @@ class ExecutionReport:
     async_nbytes: int
     """Bytes copied asynchronously per step."""
     async_copy_seconds: float
-    """Median time per step the copy thread spent copying."""
+    """Median time per step the asynchronous copies took (the copy thread's, or the copy
+    stream's)."""
     digests: U64Array
-    """``(n,)`` hash of the bytes each kernel read (last repetition; the check compares
-    every step's)."""
+    """``(n,)`` hash of the bytes each kernel read: in the last step when the kernels hash
+    what they read (replay), else in the untimed first step (the loop hashes the reads then)."""
     final_digests: dict[str, int]
     """Digest of each surviving tensor's final bytes."""
-    check: ReplayCheck | None
-    """Comparison with the one-pool replay, when it was run."""
+    check: ResultCheck | None
+    """Comparison of the results with the kernels' reference, when it was run."""
 
     @property
     def measured_step_seconds(self) -> float:

@@ -1,46 +1,52 @@
-"""Execute a plan on real memory: arenas per pool, replay kernels, real copies, measured time.
+"""Execute a plan on real memory: one run loop, pluggable kernels, measured against predicted.
 
 :func:`execute` verifies the plan, lays it out (:mod:`~autotm_core.executor.layout`),
-makes one NUMA-bound, pre-faulted arena per pool (:mod:`~autotm_core.executor.arena`),
-then runs the step ``repeat`` times after one untimed warm-up: ``repeat + 1`` steps
-of a training loop, each starting where the previous one ended (only the inputs'
-data is written between steps; nothing is re-initialised or copied). Per kernel, in
-order: wait for the asynchronous copies that must be done before it, do its
-synchronous copies, submit its asynchronous copies to the copy thread, run its
-replay kernel. Each phase is timed with ``time.perf_counter_ns``; the report
-gives medians over the repetitions next to the simulator's prediction. Each
-step's main-thread CPU time (``time.thread_time_ns``) is kept too: with its
-blocked waits for copies added, it is the step's time with the cores to itself,
-which other processes taking the cores away do not lengthen. Finally
-the bytes the kernels read in every step are compared with a one-pool replay of
-as many steps of the graph (:mod:`~autotm_core.executor.check`).
+resolves it into a :class:`~autotm_core.executor.Program`, and hands both to a
+:class:`~autotm_core.executor.kernels.KernelRunner` (the replay kernels by default,
+or a plugin's), which makes the memory the arenas live in. Then :class:`StepLoop`,
+the one run loop every runner goes through, runs the step ``repeat`` times after
+one untimed warm-up: ``repeat + 1`` steps, each starting with what the runner writes
+before it (:meth:`~autotm_core.executor.kernels.KernelRunner.begin_step`). Per
+kernel, in order: wait for the asynchronous copies that must be done before it, do
+its synchronous copies, submit its asynchronous copies, run the kernel. Each phase
+is timed with the memory's marks; the report gives medians over the repetitions
+next to the simulator's prediction. Each step's main-thread CPU time
+(``time.thread_time_ns``) is kept too: with the time the thread was blocked on
+copies added, it is the step's time with the cores to itself, which other processes
+taking the cores away do not lengthen. The loop hashes what each kernel read (or
+takes the kernels' own hashes) and every surviving tensor's final bytes, and the
+runner checks the results against its reference.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import UsageError
-from autotm_core.executor.arena import Space
-from autotm_core.executor.copy import CopyThread, copy_for
+from autotm_core.executor.kernels import KernelRunner, Memory, RunSetup
 from autotm_core.executor.layout import Layout, plan_layout
-from autotm_core.executor.program import Program, arrival, build_program, link
-from autotm_core.executor.records import ExecutionReport, PoolRun
+from autotm_core.executor.program import Copy, Program, build_program
+from autotm_core.executor.records import ExecutionReport
+from autotm_core.executor.rows import READ
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
 
 logger = logging.getLogger(__name__)
 
-Bytes = npt.NDArray[np.uint8]
-ViewOf = Callable[[str, str, int], Bytes]
-"""``view(tensor, pool, kernel)``: bytes of ``tensor``'s residency in ``pool`` at ``kernel``."""
+ViewOf = Callable[[str, str, int], Any]
+"""``view(tensor, pool, kernel)``: the region of ``tensor``'s residency in ``pool`` at
+``kernel`` (a NumPy ``uint8`` view in NUMA memory)."""
+PHASES = ("wait", "sync", "submit", "kernel")
+"""What the loop times before and in each kernel, in order."""
 
 
 def execute(
@@ -48,34 +54,38 @@ def execute(
     graph: Graph,
     system: MemorySystem,
     *,
+    kernels: KernelRunner | None = None,
     repeat: int = 5,
     costs: KernelCosts | None = None,
     bind: Mapping[str, int] | None = None,
     arena_nbytes: Mapping[str, int] | None = None,
     flops_scale: float = 1.0,
-    check: bool = True,
-    fit_machine: bool = False,
+    fit_machine: bool | None = None,
     progress: Callable[[int, int], None] | None = None,
     after_kernel: Callable[[int, ViewOf], None] | None = None,
 ) -> ExecutionReport:
-    """Run ``plan`` for real and report measured against predicted time (see the module doc).
+    """Run ``plan`` for real with ``kernels`` and report measured against predicted time (see
+    the module doc).
 
-    ``bind`` maps pool names to NUMA nodes, overriding the system's; ``arena_nbytes``
-    shrinks bounded pools' arenas, and ``fit_machine`` fits both to this machine (see
-    :func:`~autotm_core.executor.layout.plan_layout`);
-    ``flops_scale`` scales every kernel's compute; ``progress(done, total)`` is called after each
-    repetition; ``after_kernel(k, view)`` runs after kernel ``k`` of every
+    ``kernels`` defaults to the replay kernels checked against the one-pool replay
+    (:class:`~autotm_core.executor.replay_kernels.ReplayKernels`). ``bind`` maps pool names
+    to NUMA nodes, overriding the system's; ``arena_nbytes`` shrinks bounded pools' arenas;
+    ``fit_machine`` fits both to this machine, and by default (``None``) does so for a
+    built-in preset only (:func:`~autotm_core.executor.layout.fits_machine`);
+    ``flops_scale`` scales every replay kernel's compute; ``progress(done, total)`` is called
+    after each repetition; ``after_kernel(k, view)`` runs after kernel ``k`` of every
     repetition (for inspection and fault injection; it is inside the timed loop).
     """
     from autotm_core.costs.flops import estimate_flops
     from autotm_core.costs.resolve import resolve_costs
-    from autotm_core.executor import replay
+    from autotm_core.executor.replay_kernels import ReplayKernels
     from autotm_core.plans.verify import check_plan
 
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise UsageError(f"repeat {repeat!r} must be a whole number >= 1", hint="e.g. --repeat 5")
     if not flops_scale >= 0:
         raise UsageError(f"flops scale {flops_scale!r} must be >= 0", hint="e.g. 1 or 0.01")
+    runner: KernelRunner = kernels if kernels is not None else ReplayKernels()
     check_plan(plan, graph, system)
     costs = costs if costs is not None else resolve_costs(graph, system)
     predicted, predicted_step = prediction(plan, graph, system, costs)
@@ -83,56 +93,57 @@ def execute(
                          fit_machine=fit_machine)
     program = build_program(plan, graph, layout, flops=estimate_flops(graph).flops,
                             flops_scale=flops_scale)
-    n = len(graph.kernels)
-    with Space(layout.requests) as space, CopyThread() as copier:
-        bases = np.array([space.arenas[r.name].base for r in layout.requests], dtype=np.int64)
-        loop = _Loop(program, space, copier, bases, repeat + 1)
-        view = _viewer(plan, graph, layout, space) if after_kernel is not None else None
-        loop.once(replay, 0, None, None)  # warm-up: compiled code loaded, caches and TLB warm
-        samples = np.zeros((repeat, 4, n), dtype=np.int64)
-        steps = np.zeros(repeat, dtype=np.float64)
-        on_cpu = np.zeros(repeat, dtype=np.float64)
-        copy_seconds = np.zeros(repeat, dtype=np.float64)
-        for rep in range(repeat):
-            before = copier.copy_ns
-            hook = (None if after_kernel is None or view is None
-                    else (lambda k: after_kernel(k, view)))
-            steps[rep], on_cpu[rep] = loop.once(replay, rep + 1, samples[rep], hook)
-            copy_seconds[rep] = (copier.copy_ns - before) * 1e-9
+    memory = runner.open(RunSetup(plan, graph, system, layout, program))
+    try:
+        loop = StepLoop(runner, memory, program, steps=repeat + 1)
+        if after_kernel is not None:
+            view = _viewer(plan, graph, layout, memory)
+            loop.after = lambda k: after_kernel(k, view)
+        loop.run_step(0)  # the warm-up: code loaded, caches and TLB warm
+        for rep in range(1, repeat + 1):
+            loop.run_step(rep)
             if progress is not None:
-                progress(rep + 1, repeat)
-        final_values = replay.digests(space.bytes, space.words, link(program.final, bases))
-    final = {name: int(v) for name, v in zip(program.final_tensors, final_values, strict=True)}
-    result = None
-    if check:
-        from autotm_core.executor.check import compare, replay_one_pool
-
-        expected, expected_final = replay_one_pool(graph, steps=repeat + 1)
-        result = compare(loop.digests, final, expected, expected_final)
-        if not result.matches:
-            logger.warning("the run's bytes differ from the one-pool replay (first at kernel "
-                           "%d of step %d)", result.first_kernel, result.step)
-    median = np.median(samples, axis=0) * 1e-9
-    pools = tuple(PoolRun(r.name, r.node, r.nbytes, space_binding.policy_nodes,
-                          space_binding.sampled_pages, space_binding.pages_on_node)
-                  for r, space_binding in zip(layout.requests, loop.bindings, strict=True))
-    notes = list(layout.notes)
-    same = len({r.node for r in layout.requests}) == 1
+                progress(rep, repeat)
+        final = dict(zip(program.final_tensors, (int(v) for v in memory.digests(program.final)),
+                         strict=True))
+        done = runner.finish(digests=loop.digests, final_digests=final)
+        arenas = memory.arenas_made()
+    finally:
+        memory.close()
+    if done.check is not None and not done.check.matches:
+        logger.warning("the run's results differ from %s (first at kernel %d of step %d)",
+                       done.check.reference, done.check.first_kernel, done.check.step)
+    samples = loop.samples[1:]
+    median = np.median(samples, axis=0)
+    notes = [*layout.notes, *done.notes]
+    bound = {a.node for a in arenas if a.policy_nodes}
+    same = len(bound) == 1 and all(a.policy_nodes for a in arenas)
     if same:
-        notes.append(f"every pool is bound to NUMA node {layout.requests[0].node}: the pools are "
-                     "the same memory, so speed differences between them cannot show")
+        notes.append(f"every pool is bound to NUMA node {bound.pop()}: the pools are the same "
+                     "memory, so speed differences between them cannot show")
     return ExecutionReport(
-        graph=graph.name, system=system.name, planner=plan.planner, repeat=repeat,
-        kernel_names=tuple(k.name for k in graph.kernels), pools=pools, notes=tuple(notes),
+        graph=graph.name, system=system.name, predicted_for=prediction_machine(system),
+        kernels=runner.name, planner=plan.planner, repeat=repeat,
+        kernel_names=tuple(k.name for k in graph.kernels), pools=arenas, notes=tuple(notes),
         same_memory=same, kernel_seconds=median[3], sync_seconds=median[1],
-        wait_seconds=median[0], measured_seconds=np.median(samples.sum(axis=1), axis=0) * 1e-9,
-        step_seconds=steps, step_on_cpu_seconds=on_cpu,
+        wait_seconds=median[0], measured_seconds=np.median(samples.sum(axis=1), axis=0),
+        step_seconds=loop.step_seconds[1:], step_on_cpu_seconds=loop.on_cpu_seconds[1:],
         predicted_seconds=predicted, predicted_step_seconds=predicted_step,
         sync_nbytes=sum(c.nbytes for cs in program.sync for c in cs),
         async_nbytes=sum(c.nbytes for cs in program.asynchronous for c in cs),
-        async_copy_seconds=float(np.median(copy_seconds)), digests=loop.digests[-1],
-        final_digests=final, check=result,
+        async_copy_seconds=float(np.median(loop.copy_seconds[1:])),
+        digests=loop.digests[-1 if runner.hashes_reads else 0], final_digests=final,
+        check=done.check,
     )
+
+
+def prediction_machine(system: MemorySystem) -> str:
+    """Which machine a prediction on ``system`` describes, for the report."""
+    from autotm_core.presets import is_preset
+
+    if is_preset(system):
+        return f"the {system.name} preset's machine (its published speeds), not this one"
+    return f"the machine memory system {system.name!r} describes"
 
 
 def prediction(
@@ -146,85 +157,125 @@ def prediction(
     return sim.sync_seconds + sim.effective_seconds, float(sim.step_seconds)
 
 
-class _Loop:
-    """The program linked to a space: views and addresses ready for the timed loop."""
+class StepLoop:
+    """The run loop, in the shape of torch.fx's ``Interpreter``: :meth:`run_step` runs
+    one step kernel by kernel through per-kernel methods (:meth:`join`, :meth:`copy`,
+    :meth:`submit`, :meth:`run_kernel`), each the one place that phase happens (a subclass
+    overrides one to change it); the kernels themselves are the runner's, the copies the
+    memory's. :func:`execute` drives it.
+
+    ``samples[step, phase, k]`` (phases :data:`PHASES`), ``step_seconds``,
+    ``on_cpu_seconds``, ``copy_seconds`` (each step's) and ``digests[step, k]`` (the hash of
+    what kernel ``k`` read) fill as steps run.
+    """
 
     def __init__(
-        self, program: Program, space: Space, copier: CopyThread, bases: npt.NDArray[np.int64],
-        steps: int,
+        self, runner: KernelRunner, memory: Memory, program: Program, *, steps: int
     ) -> None:
-        memory = space.bytes
+        def regions(copies: tuple[Copy, ...]) -> list[tuple[int, Any, Any]]:
+            return [(c.move, memory.region(c.source[0], c.source[1], c.nbytes),
+                     memory.region(c.target[0], c.target[1], c.nbytes)) for c in copies]
 
-        def views(copies):
-            return [(c.move, memory[bases[c.source[0]] + c.source[1]:][: c.nbytes],
-                     memory[bases[c.target[0]] + c.target[1]:][: c.nbytes]) for c in copies]
-
-        self.space, self.copier = space, copier
-        self.ops = link(program.rows, bases)
-        self.initial = link(program.initial, bases)
-        self.arriving = link(program.arriving, bases)
-        self.ptr = program.kernel_ptr.tolist()
-        self.iterations = program.iterations.tolist()
-        self.sync = [[(copy_for(t.nbytes), t, s) for _, s, t in views(cs)] for cs in program.sync]
-        self.asynchronous = [views(cs) for cs in program.asynchronous]
+        self.runner, self.memory, self.program = runner, memory, program
+        n = len(program.iterations)
+        self.sync = [regions(cs) for cs in program.sync]
+        self.asynchronous = [regions(cs) for cs in program.asynchronous]
         self.joins = [list(js) for js in program.joins]
-        self.digests = np.zeros((steps, len(self.iterations)), dtype=np.uint64)  # per step
-        self.bindings = [space.arenas[name].binding for name in space.arenas]
+        ptr = program.kernel_ptr
+        rows = program.rows
+        self.reads = [rows[ptr[k]:ptr[k + 1]][rows[ptr[k]:ptr[k + 1], 4] == READ]
+                      for k in range(n)]
+        self.tickets: dict[int, int] = {}
+        self.blocked_ns = 0
+        self.after: Callable[[int], None] | None = None
+        """Called after each kernel of every timed step, inside it (inspection, fault
+        injection); not in the warm-up."""
+        self.samples = np.zeros((steps, len(PHASES), n), dtype=np.float64)
+        self.step_seconds = np.zeros(steps, dtype=np.float64)
+        self.on_cpu_seconds = np.zeros(steps, dtype=np.float64)
+        self.copy_seconds = np.zeros(steps, dtype=np.float64)
+        self.digests = np.zeros((steps, n), dtype=np.uint64)
 
-    def once(self, replay, step, samples, after) -> tuple[float, float]:
-        """Step ``step`` of the loop; fills ``samples[(wait, sync, submit, kernel), k]`` in ns.
-
-        Before step 0 every tensor existing before the step is written with its initial
-        bytes; before a later one only the inputs, with that step's data: the rest is
-        where the previous step left it. Returns the step's wall time and its on-CPU time
-        (this thread's CPU time plus the wall time it spent blocked on the copy thread),
-        in seconds.
-        """
-        memory, words, ops, copier = self.space.bytes, self.space.words, self.ops, self.copier
-        replay.initialise(memory, words, self.initial if step == 0
-                          else arrival(self.arriving, step))
-        clock = time.perf_counter_ns
-        run = replay.run_kernel
-        ptr, iterations, joins, sync, asyn = (self.ptr, self.iterations, self.joins, self.sync,
-                                              self.asynchronous)
-        tickets: dict[int, int] = {}
-        digests = self.digests[step]
-        blocked = 0
-        cpu_start, start = time.thread_time_ns(), clock()
-        for k in range(len(iterations)):
-            t0 = clock()
-            for move in joins[k]:
-                copier.wait(tickets[move])
-            t1 = clock()
-            blocked += t1 - t0
-            for copy, target, source in sync[k]:
-                copy(target, source)
-            t2 = clock()
-            for move, source, target in asyn[k]:
-                tickets[move] = copier.submit(source, target)
-            t3 = clock()
-            digests[k] = run(memory, words, ops, ptr[k], ptr[k + 1], iterations[k])[0]
-            t4 = clock()
-            if samples is not None:
-                samples[0, k], samples[1, k], samples[2, k], samples[3, k] = (
-                    t1 - t0, t2 - t1, t3 - t2, t4 - t3)
+    def run_step(self, step: int) -> None:
+        """Step ``step`` of the loop (0: the warm-up), timed into the loop's arrays."""
+        memory, runner, mark = self.memory, self.runner, self.memory.mark
+        hash_reads = step == 0 and not runner.hashes_reads
+        after = self.after if step > 0 else None
+        runner.begin_step(step)
+        memory.finish()
+        copied = memory.copy_seconds()
+        self.tickets, self.blocked_ns = {}, 0
+        digests, marks = self.digests[step], []
+        cpu_start = time.thread_time_ns()
+        start = mark()
+        for k in range(len(self.sync)):
+            m0 = mark()
+            self.join(k)
+            m1 = mark()
+            self.copy(k)
+            m2 = mark()
+            self.submit(k)
+            m3 = mark()
+            if hash_reads:  # the warm-up is untimed: hashing here costs no measurement
+                digests[k] = self.hash_reads(k)
+                self.run_kernel(k)
+            else:
+                digests[k] = self.run_kernel(k)
+            marks.append((m0, m1, m2, m3, mark()))
+            runner.after_kernel(k)
             if after is not None:
                 after(k)
-        t0 = clock()
-        copier.drain()
-        end = clock()
+        held = time.perf_counter_ns()
+        memory.finish()
+        end = mark()
+        memory.finish()
+        self.blocked_ns += time.perf_counter_ns() - held
         cpu = time.thread_time_ns() - cpu_start
-        return (end - start) * 1e-9, (cpu + blocked + end - t0) * 1e-9
+        seconds = memory.seconds
+        samples = self.samples[step]
+        for k, (m0, m1, m2, m3, m4) in enumerate(marks):
+            samples[0, k], samples[1, k] = seconds(m0, m1), seconds(m1, m2)
+            samples[2, k], samples[3, k] = seconds(m2, m3), seconds(m3, m4)
+        self.step_seconds[step] = seconds(start, end)
+        self.on_cpu_seconds[step] = (cpu + self.blocked_ns) * 1e-9
+        self.copy_seconds[step] = memory.copy_seconds() - copied
+
+    def join(self, k: int) -> None:
+        """Wait for the asynchronous copies kernel ``k`` must see done."""
+        if self.joins[k]:
+            held = time.perf_counter_ns()
+            for move in self.joins[k]:
+                self.memory.wait(self.tickets[move])
+            self.blocked_ns += time.perf_counter_ns() - held
+
+    def copy(self, k: int) -> None:
+        """The synchronous moves before kernel ``k``."""
+        for _, source, target in self.sync[k]:
+            self.memory.copy(source, target)
+
+    def submit(self, k: int) -> None:
+        """Start the asynchronous moves during kernel ``k``."""
+        for move, source, target in self.asynchronous[k]:
+            self.tickets[move] = self.memory.submit(source, target)
+
+    def run_kernel(self, k: int) -> int:
+        """Kernel ``k`` itself (the runner's); the hash of what it read, if the runner
+        computes one."""
+        return self.runner.run_kernel(k)
+
+    def hash_reads(self, k: int) -> int:
+        """A hash of the bytes kernel ``k`` is about to read, taken through the memory."""
+        row_digests = np.ascontiguousarray(self.memory.digests(self.reads[k]), dtype=np.uint64)
+        return int.from_bytes(hashlib.blake2b(row_digests.tobytes(), digest_size=8).digest(),
+                              "little")
 
 
-def _viewer(plan: Plan, graph: Graph, layout: Layout, space: Space) -> ViewOf:
-    names = [r.name for r in layout.requests]
-
-    def view(tensor: str, pool: str, kernel: int) -> Bytes:
+def _viewer(plan: Plan, graph: Graph, layout: Layout, memory: Memory) -> ViewOf:
+    def view(tensor: str, pool: str, kernel: int) -> Any:
         for i, r in enumerate(plan.residencies):
             if r.tensor == tensor and r.pool == pool and r.first <= kernel <= r.last:
                 arena, offset = layout.residency_places[i]
-                return space.arenas[names[arena]].view(offset, graph.tensor(tensor).nbytes)
+                return memory.region(arena, offset, graph.tensor(tensor).nbytes)
         raise UsageError(f"tensor {tensor!r} has no residency in pool {pool!r} at kernel {kernel}")
 
     return view

@@ -58,6 +58,12 @@ def preset(name: str) -> MemorySystem:
     return load()
 
 
+def is_preset(system: MemorySystem) -> bool:
+    """Whether ``system`` is a built-in preset as its file describes it (a published
+    machine's numbers, not a machine at hand)."""
+    return system.name in PRESETS and preset(system.name) == system
+
+
 def resolve_system(preset_or_path: str | os.PathLike[str]) -> MemorySystem:
     """A preset by name, or else a memory-system file by path (what ``--system`` takes)."""
     text = os.fspath(preset_or_path)
@@ -68,4 +74,4 @@ def resolve_system(preset_or_path: str | os.PathLike[str]) -> MemorySystem:
     return preset(text)
 
 
-__all__ = ["PRESETS", "preset", "resolve_system"]
+__all__ = ["PRESETS", "is_preset", "preset", "resolve_system"]

@@ -21,6 +21,8 @@ def run_facts(report: ExecutionReport, *, top: int = 10) -> dict[str, Any]:
     return {
         "graph": report.graph,
         "system": report.system,
+        "predicted_for": report.predicted_for,
+        "kernels_run": report.kernels,
         "planner": report.planner,
         "repeat": report.repeat,
         "kernels": len(report.kernel_names),
@@ -49,8 +51,9 @@ def run_facts(report: ExecutionReport, *, top: int = 10) -> dict[str, Any]:
         ],
         "checksum": f"{report.checksum:016x}",
         "check": None if check is None else {
-            "matches": check.matches, "first_kernel": check.first_kernel,
-            "tensors": list(check.tensors),
+            "reference": check.reference, "matches": check.matches,
+            "first_kernel": check.first_kernel, "step": check.step,
+            "tensors": list(check.tensors), "detail": check.detail,
         },
         "top_kernels": [
             {"index": int(k), "name": report.kernel_names[k],
@@ -77,9 +80,11 @@ def render_run(facts: dict[str, Any]) -> RenderableType:
     head.add_row("plan", escape(f"{facts['planner'] or '(unnamed)'} for {facts['graph']} "
                                 f"({facts['kernels']:,} kernels) on {facts['system']}"))
     head.add_row("measured", f"{format_seconds(facts['measured_step_seconds'])} per step "
-                 f"(median of {facts['repeat']})")
-    head.add_row("predicted", f"{format_seconds(facts['predicted_step_seconds'])} per step, "
-                 f"error {_percent(facts['error'])}")
+                 f"(median of {facts['repeat']}), {escape(facts['kernels_run'])} kernels on "
+                 "this machine")
+    head.add_row("predicted", escape(f"{format_seconds(facts['predicted_step_seconds'])} per "
+                                     f"step on {facts['predicted_for']}, error "
+                                     f"{_percent(facts['error'])}"))
     head.add_row("on CPU", f"{format_seconds(facts['on_cpu_step_seconds'])} per step "
                  f"({facts['on_cpu_fraction']:.0%} of the wall time; below 100% when other "
                  f"processes ran), error {_percent(facts['on_cpu_error'])}")
@@ -94,16 +99,18 @@ def render_run(facts: dict[str, Any]) -> RenderableType:
         head.add_row("async copies", f"{format_bytes(facts['async_nbytes'])} in "
                      f"{format_seconds(facts['async_copy_seconds'])} on the copy thread")
     check = facts["check"]
+    detail = f"; {check['detail']}" if check and check["detail"] else ""
     if check is None:
-        head.add_row("bytes", f"checksum {facts['checksum']} (not compared)")
+        head.add_row("results", f"checksum {facts['checksum']} (not compared)")
     elif check["matches"]:
-        head.add_row("bytes", Text(f"checksum {facts['checksum']}: identical to the one-pool "
-                                   "replay", style="green"))
+        head.add_row("results", Text(f"checksum {facts['checksum']}: equal to "
+                                     f"{check['reference']}{detail}", style="green"))
     else:
-        where = (f"first at kernel {check['first_kernel']}" if check["first_kernel"] >= 0
-                 else "in the final tensors")
-        head.add_row("bytes", Text(f"DIFFERENT from the one-pool replay ({where}; tensors "
-                                   f"{', '.join(check['tensors']) or 'none'})", style="bold red"))
+        where = (f"first at kernel {check['first_kernel']} of step {check['step']}"
+                 if check["first_kernel"] >= 0 else "in the step's results")
+        head.add_row("results", Text(f"DIFFERENT from {check['reference']} ({where}; "
+                                     f"{', '.join(check['tensors']) or 'no tensor'}){detail}",
+                                     style="bold red"))
 
     pools = Table(title="arenas", title_justify="left")
     for column in ("pool", "node", "arena", "policy", "pages on node"):

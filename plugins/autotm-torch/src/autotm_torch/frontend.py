@@ -16,9 +16,7 @@ from autotm_core.errors import PluginError, UsageError
 from autotm_core.ir import Graph
 
 if TYPE_CHECKING:
-    from autotm_core.executor import ExecutionReport
-    from autotm_core.memory import MemorySystem
-    from autotm_core.plans import Plan
+    from autotm_core.executor import KernelRunner
 
 REQUIRED_TORCH = "2.13.0"
 """The torch release the plugin is pinned to."""
@@ -86,22 +84,14 @@ class TorchFrontend:
         """
         return _graph(self.request(source, example_inputs, **options))
 
-    def run_plan(
-        self, source: str, *, plan: Plan, graph: Graph, system: MemorySystem, repeat: int,
-        bind: Any = None, arena_nbytes: Any = None, predicted_seconds: Any,
-        predicted_step_seconds: float, progress: Any = None, **options: Any,
-    ) -> ExecutionReport:
-        """``run --kernels torch:SPEC``: capture SPEC again (as ``load`` with ``options``
-        would), check that it is ``graph``, and run ``plan`` with the real ATen kernels
-        (:func:`autotm_torch.plan_run.run_captured`)."""
-        from autotm_torch.plan_run import run_captured
+    def kernel_runner(self, spec: str, **options: Any) -> KernelRunner:
+        """``run --kernels torch:SPEC``: the real ATen kernels of SPEC, captured again (as
+        ``load`` with ``options`` would) when the run starts and checked to be the plan's
+        graph (:class:`autotm_torch.plan_run.CapturedKernels`; this makes the frontend an
+        :class:`autotm_core.executor.KernelSource`)."""
+        from autotm_torch.plan_run import CapturedKernels
 
-        return run_captured(
-            self.request(source, None, **options), plan=plan, graph=graph, system=system,
-            repeat=repeat, bind=bind, arena_nbytes=arena_nbytes,
-            predicted_seconds=predicted_seconds, predicted_step_seconds=predicted_step_seconds,
-            progress=progress,
-        )
+        return CapturedKernels(self.request(spec, None, **options))
 
     def request(
         self,

@@ -14,7 +14,8 @@ arena, so kernels write where the plan says.
   the ticket, and :meth:`TorchPools.wait` makes the compute stream wait for it
   (the host never blocks). Side-stream copies run in order, like the
   executor's copy thread.
-- Time marks are CUDA events on the compute stream (read after :meth:`finish`).
+- Time marks are CUDA events on the compute stream (read after :meth:`finish`);
+  each asynchronous copy is timed by two events on the side stream.
 
 Without CUDA (``device="cpu"``) every arena is an ordinary CPU tensor and the
 asynchronous copies run on autotm-core's copy thread: the **CPU test mode**, in
@@ -25,9 +26,12 @@ even in this mode.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
 import torch
 
 from autotm_core.errors import ExecutionError
@@ -81,10 +85,12 @@ class TorchPools:
                     hint="plan for a smaller capacity of that pool",
                 ) from None
             self.arenas.append(arena)
+        self._copy_seconds = 0.0
         if self.name == "cuda":
             self._stream = torch.cuda.current_stream(self.compute)
             self._side = torch.cuda.Stream(self.compute)
             self._done: list[torch.cuda.Event] = []
+            self._timed: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
         else:
             self._copier = CopyThread()
 
@@ -114,11 +120,13 @@ class TorchPools:
         ready = torch.cuda.Event()
         ready.record(self._stream)
         self._side.wait_event(ready)
+        begun, done = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begun.record(self._side)
         with torch.cuda.stream(self._side):
             target.copy_(source, non_blocking=True)
-        done = torch.cuda.Event()
         done.record(self._side)
         self._done.append(done)
+        self._timed.append((begun, done))
         return len(self._done)
 
     def wait(self, ticket: int) -> None:
@@ -148,7 +156,24 @@ class TorchPools:
             self._copier.drain()
         else:
             torch.cuda.synchronize(self.compute)
+            self._copy_seconds += sum(a.elapsed_time(b) for a, b in self._timed) * 1e-3
+            self._timed.clear()
             self._done.clear()
+
+    def copy_seconds(self) -> float:
+        """Seconds the asynchronous copies took so far: side-stream event time (the copy
+        thread's CPU time in test mode)."""
+        if self.name != "cuda":
+            return self._copier.copy_ns * 1e-9
+        return self._copy_seconds
+
+    def digests(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        """A hash (BLAKE2b, 8 bytes) of each row's bytes, read back to the host."""
+        out = np.empty(len(rows), dtype=np.uint64)
+        for i, (arena, offset, nbytes) in enumerate(rows[:, :3].tolist()):
+            data = self.region(arena, offset, nbytes).cpu().numpy().tobytes()
+            out[i] = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+        return out
 
     def arenas_made(self) -> tuple[PoolRun, ...]:
         """Each arena, with no NUMA binding to report (torch allocated it)."""

@@ -21,25 +21,38 @@ Tensors in a pool on another device than the step's (host memory of a GPU
 step) are staged through a temporary on the step's device around the kernel,
 and counted (:attr:`RealRun.staged_nbytes`). Where each tensor is, is resolved
 once before the run (:mod:`autotm_torch.arena_views`).
+
+The kernels are a :class:`autotm_core.executor.KernelRunner`
+(:class:`TorchKernels`): the executor's one loop
+(:func:`autotm_core.executor.execute`) does the joins, copies, timing and the
+report; every step starts from the same values (the step is compared with one
+eager step, not a loop of them).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from autotm_core.errors import ExecutionError
-from autotm_core.executor import ArenaRequest, PoolRun, build_program, plan_layout, seed_of
+from autotm_core.executor import (
+    ArenaRequest,
+    ExecutionReport,
+    KernelsDone,
+    RunSetup,
+    execute,
+    seed_of,
+)
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans import Plan, check_plan
+from autotm_core.plans import Plan
 from autotm_torch import _torch_internals as internals
 from autotm_torch.arena_views import (
     TensorRef,
@@ -83,28 +96,16 @@ def captured_step(traced: Traced, *, name: str) -> CapturedStep:
 
 @attrs.frozen
 class RealRun:
-    """What running a plan with real kernels produced and measured."""
+    """What running a plan with real kernels produced, next to the executor's report."""
 
+    report: ExecutionReport
+    """The executor's report: measured against predicted time, copies, arenas, notes."""
     pools: str
     """Which pools ran it (``numa``, ``cuda``, ``cpu-test``)."""
     outputs: tuple[torch.Tensor, ...]
     """The step's returned values (loss, gradients), as CPU copies."""
     final: Mapping[str, torch.Tensor]
     """Value after the step of each placeholder that survives it (by role name), CPU copies."""
-    kernel_names: tuple[str, ...]
-    """Kernels in order."""
-    kernel_seconds: np.ndarray
-    """Median per kernel of its time (kernel only)."""
-    wait_seconds: np.ndarray
-    """Median per kernel of the time spent before it waiting for asynchronous copies."""
-    sync_seconds: np.ndarray
-    """Median per kernel of the time before it spent in synchronous copies and submitting
-    asynchronous ones."""
-    step_seconds: np.ndarray
-    """Each timed repetition's whole step."""
-    step_on_cpu_seconds: np.ndarray
-    """Each timed repetition's CPU time on the running thread, plus the time it waited for
-    copies (time other processes took the core away is not in it)."""
     in_place: int
     """Kernels that ran in place on their arguments."""
     out_variant: Mapping[str, int]
@@ -113,14 +114,103 @@ class RealRun:
     """Op -> kernels whose results were copied into the arena (see the module doc)."""
     staged_nbytes: int
     """Bytes staged to the step's device and back, per step."""
-    sync_nbytes: int
-    """Bytes of synchronous moves per step."""
-    async_nbytes: int
-    """Bytes of asynchronous moves per step."""
-    arenas: tuple[PoolRun, ...]
-    """The arenas as they were made (pool, node, size, binding as verified)."""
-    notes: tuple[str, ...]
-    """What the run should be read with: the layout's notes (bindings, arena sizes)."""
+
+
+class TorchKernels:
+    """The captured step's ATen kernels as the executor's
+    :class:`~autotm_core.executor.KernelRunner`, run on ``values`` (one per placeholder,
+    only read: their bytes are written into the arenas before every step)."""
+
+    name = "torch"
+    hashes_reads = False
+
+    def __init__(
+        self, step: CapturedStep, values: Sequence[torch.Tensor], *,
+        pools: PoolsFactory = NumaPools,
+    ) -> None:
+        self.step, self.values, self.pools = step, values, pools
+        self.outputs: tuple[torch.Tensor, ...] = ()
+        """The step's returned values (loss, gradients) as CPU copies, after :meth:`finish`."""
+        self.ends: dict[str, torch.Tensor] = {}
+        """Each surviving placeholder's value after the step (by role name), CPU copies,
+        after :meth:`finish`."""
+
+    def open(self, setup: RunSetup) -> Pools:
+        """Make the pools and resolve every kernel's tensors to regions of them."""
+        traced, program = self.step.traced, setup.program
+        initial_by_name = initial_values(traced, self.step.storages, self.values)
+        by_seed = {seed_of(t.name): t.name for t in setup.graph.tensors}
+        mem = self.pools(setup.layout.requests, setup.system)
+        try:
+            self.mem, self.device = mem, step_device(traced)
+            self.kernels = resolve_kernels(traced, setup.graph, self.step.storages, program,
+                                           mem.device, self.device, self._region)
+            self.initial = [(self._region(*row[:3]),
+                             storage_bytes(initial_by_name[by_seed[int(row[3])]]))
+                            for row in program.initial]
+            self.final = {name: self._region(*row[:3])
+                          for name, row in zip(program.final_tensors, program.final, strict=True)}
+            self.outputs_at, returned = snapshots(traced, setup.graph, self.step.storages,
+                                                  self.final)
+            self.returned: list[Any] = list(returned)  # refs, then values read out
+        except BaseException:
+            mem.close()
+            raise
+        return mem
+
+    def _region(self, arena: int, offset: int, nbytes: int) -> torch.Tensor:
+        return self.mem.region(int(arena), int(offset), int(nbytes))
+
+    def begin_step(self, step: int) -> None:
+        """Every value the step starts from, written again: each step is the same step."""
+        for target, source in self.initial:
+            target.copy_(source)
+
+    def run_kernel(self, k: int) -> int:
+        """The ATen op of kernel ``k`` on its arena views (0: the loop hashes reads itself)."""
+        _run(self.kernels[k], self.mem, self.device)
+        return 0
+
+    def after_kernel(self, k: int) -> None:
+        """Copy out a returned value whose memory later kernels reuse."""
+        for i, ref in self.outputs_at.get(k, ()):
+            self.returned[i] = view(self._region(*self.kernels[k].places[ref.name]), ref).clone()
+
+    def finish(
+        self, *, digests: npt.NDArray[np.uint64], final_digests: dict[str, int]
+    ) -> KernelsDone:
+        """Read the results out (:attr:`run`); how the kernels ran, as a note. The comparison
+        with eager PyTorch is the caller's (:mod:`autotm_torch.plan_run` makes it the check)."""
+        step = self.step
+        outputs = tuple(_cpu(view(self.final.get(r.name, _NOTHING), r))
+                        if isinstance(r, TensorRef) else _cpu(r) for r in self.returned)
+        ends = {}
+        for node, role in zip(placeholders(step.traced), step.traced.inputs, strict=True):
+            ref = ref_of(step.storages, node.meta["val"])
+            if ref.name in self.final:
+                ends[role.name] = _cpu(view(self.final[ref.name], ref))
+        self.outputs, self.ends = outputs, ends
+        listed = ", ".join(f"{op} x{n}" for op, n in self._modes("copied").items()) or "none"
+        return KernelsDone(check=None, notes=(
+            f"real ATen kernels at this machine's speed ({self.mem.name} pools): "
+            f"{sum(self._modes('in place').values())} in place, "
+            f"{sum(self._modes('out=').values())} writing into the arenas (out=), copied into "
+            f"them: {listed}",))
+
+    def _modes(self, mode: str) -> dict[str, int]:
+        """Op -> kernels that ran in ``mode`` (``in place``, ``out=``, ``copied``)."""
+        counts = collections.Counter(_op_name(k.node) for k in self.kernels if k.mode == mode)
+        return dict(sorted(counts.items()))
+
+    def result(self, report: ExecutionReport) -> RealRun:
+        """What the run produced (after :meth:`finish`), with the executor's ``report``."""
+        return RealRun(
+            report=report, pools=self.mem.name, outputs=self.outputs, final=self.ends,
+            in_place=sum(self._modes("in place").values()), out_variant=self._modes("out="),
+            copied=self._modes("copied"),
+            staged_nbytes=sum(k.places[t][2] * (1 + (t in k.written)) for k in self.kernels
+                              for t in k.staged),
+        )
 
 
 def run_plan(
@@ -129,105 +219,26 @@ def run_plan(
     system: MemorySystem,
     values: Sequence[torch.Tensor],
     *,
-    pools: PoolsFactory = NumaPools,  # type: ignore[assignment]
+    pools: PoolsFactory = NumaPools,
     repeat: int = 1,
     bind: Mapping[str, int] | None = None,
     arena_nbytes: Mapping[str, int] | None = None,
-    fit_machine: bool = True,
+    fit_machine: bool | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RealRun:
-    """Run ``plan`` for ``step`` with real kernels on ``values`` (one per placeholder).
+    """Run ``plan`` for ``step`` with real kernels on ``values`` (one per placeholder) through
+    the executor's loop (:func:`autotm_core.executor.execute` with :class:`TorchKernels`).
 
-    ``values`` are only read: their bytes are written into the arenas before
-    each repetition. One untimed warm-up run comes first, then ``repeat`` timed
-    ones; ``progress(done, repeat)`` follows each. ``bind``, ``arena_nbytes`` and
-    ``fit_machine`` lay the arenas out as :func:`autotm_core.executor.plan_layout`
-    says: by default a pool whose NUMA node this machine lacks is bound to one it
-    has, and a bounded pool's arena holds what the plan uses of it, not its
-    capacity (a preset's 768 GB pool), each said in :attr:`RealRun.notes`.
+    One untimed warm-up step comes first, then ``repeat`` timed ones; ``progress(done,
+    repeat)`` follows each. ``bind``, ``arena_nbytes`` and ``fit_machine`` lay the arenas
+    out as :func:`autotm_core.executor.plan_layout` says: by default a preset is fitted to
+    this machine (a pool whose NUMA node it lacks bound to one it has, a bounded pool's
+    arena only what the plan uses of it, each said in the report's notes).
     """
-    graph, traced = step.graph, step.traced
-    check_plan(plan, graph, system)
-    layout = plan_layout(plan, graph, system, bind=bind, arena_nbytes=arena_nbytes,
-                         fit_machine=fit_machine)
-    program = build_program(plan, graph, layout, flops=np.zeros(len(graph.kernels)))
-    initial_by_name = initial_values(traced, step.storages, values)
-    by_seed = {seed_of(t.name): t.name for t in graph.tensors}
-    mem = pools(layout.requests, system)
-    try:
-        device = step_device(traced)
-
-        def region(arena: int, offset: int, nbytes: int) -> torch.Tensor:
-            return mem.region(int(arena), int(offset), int(nbytes))
-
-        kernels = resolve_kernels(traced, graph, step.storages, program, mem.device, device,
-                                  region)
-        initial = [(region(*row[:3]), storage_bytes(initial_by_name[by_seed[int(row[3])]]))
-                   for row in program.initial]
-        final = {name: region(*row[:3])
-                 for name, row in zip(program.final_tensors, program.final, strict=True)}
-        copies = [[(region(*c.source, c.nbytes), region(*c.target, c.nbytes)) for c in cs]
-                  for cs in program.sync]
-        submits = [[(c.move, region(*c.source, c.nbytes), region(*c.target, c.nbytes))
-                    for c in cs] for cs in program.asynchronous]
-        outputs_at, returned = snapshots(traced, graph, step.storages, final)
-        samples = np.zeros((repeat, 3, len(kernels)))
-        steps, on_cpu = np.zeros(repeat), np.zeros(repeat)
-        for rep in range(repeat + 1):
-            for target, source in initial:
-                target.copy_(source)
-            mem.finish()
-            marks, tickets = [], {}
-            cpu_start = time.thread_time_ns()
-            for k, kernel in enumerate(kernels):
-                start = mem.mark()
-                for move in program.joins[k]:
-                    mem.wait(tickets[move])
-                waited = mem.mark()
-                for source, target in copies[k]:
-                    mem.copy(source, target)
-                for move, source, target in submits[k]:
-                    tickets[move] = mem.submit(source, target)
-                middle = mem.mark()
-                _run(kernel, mem, device)
-                marks.append((start, waited, middle, mem.mark()))
-                for i, ref in outputs_at.get(k, ()):
-                    returned[i] = view(region(*kernel.places[ref.name]), ref).clone()
-            mem.finish()
-            cpu = (time.thread_time_ns() - cpu_start) * 1e-9
-            if rep:
-                for k, (a, b, c, d) in enumerate(marks):
-                    samples[rep - 1, :, k] = mem.seconds(a, b), mem.seconds(b, c), mem.seconds(c, d)
-                steps[rep - 1] = mem.seconds(marks[0][0], marks[-1][3]) if marks else 0.0
-                on_cpu[rep - 1] = cpu + samples[rep - 1, 0].sum()
-                if progress is not None:
-                    progress(rep, repeat)
-        outputs = tuple(_cpu(view(final.get(r.name, _NOTHING), r)) if isinstance(r, TensorRef)
-                        else _cpu(r) for r in returned)
-        ends = {}
-        for node, role in zip(placeholders(traced), traced.inputs, strict=True):
-            ref = ref_of(step.storages, node.meta["val"])
-            if ref.name in final:
-                ends[role.name] = _cpu(view(final[ref.name], ref))
-        arenas = mem.arenas_made()
-    finally:
-        mem.close()
-    modes = collections.Counter((k.mode, _op_name(k.node)) for k in kernels)
-    median = np.median(samples, axis=0)
-    return RealRun(
-        pools=mem.name, outputs=outputs, final=ends,
-        kernel_names=tuple(k.node.name for k in kernels), kernel_seconds=median[2],
-        wait_seconds=median[0], sync_seconds=median[1], step_seconds=steps,
-        step_on_cpu_seconds=on_cpu,
-        in_place=sum(n for (m, _), n in modes.items() if m == "in place"),
-        out_variant={op: n for (m, op), n in sorted(modes.items()) if m == "out="},
-        copied={op: n for (m, op), n in sorted(modes.items()) if m == "copied"},
-        staged_nbytes=sum(k.places[t][2] * (1 + (t in k.written)) for k in kernels
-                          for t in k.staged),
-        sync_nbytes=sum(c.nbytes for cs in program.sync for c in cs),
-        async_nbytes=sum(c.nbytes for cs in program.asynchronous for c in cs),
-        arenas=arenas, notes=layout.notes,
-    )
+    kernels = TorchKernels(step, values, pools=pools)
+    report = execute(plan, step.graph, system, kernels=kernels, repeat=repeat, bind=bind,
+                     arena_nbytes=arena_nbytes, fit_machine=fit_machine, progress=progress)
+    return kernels.result(report)
 
 
 _NOTHING = torch.empty(0, dtype=torch.uint8)
@@ -304,4 +315,4 @@ def _naming(node: torch.fx.Node) -> Iterator[None]:
         ) from exc
 
 
-__all__ = ["CapturedStep", "RealRun", "captured_step", "run_plan", "step_device"]
+__all__ = ["CapturedStep", "RealRun", "TorchKernels", "captured_step", "run_plan", "step_device"]
