@@ -40,6 +40,7 @@ from autotm_core.ilp.search.budget import Budget
 from autotm_core.ilp.search.events import Listener, ignore
 from autotm_core.ilp.search.model import PlanResult
 from autotm_core.ilp.search.pool import Held, IncumbentPool, Origin, Source, gap_of
+from autotm_core.ilp.search.state import SearchState
 from autotm_core.ilp.search.strategy import DEFAULT_STRATEGY, Strategy
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -243,19 +244,10 @@ def plan_with_addresses(
 
 
 @attrs.define
-class _Fitting:
+class _Fitting(SearchState):
     """The state of the fitting loop: the pool, the limits tightened so far, every round."""
 
-    graph: Graph
-    system: MemorySystem
-    costs: KernelCosts
-    options: FormulationOptions
-    solver: Solver
-    relative_gap: float
-    budget: Budget
-    strategy: Strategy
     pool: IncumbentPool
-    listener: Listener
     on_round: Callable[[FitRound], None] | None
     limits: dict[str, np.ndarray] = attrs.field(factory=dict)
     rounds: list[FitRound] = attrs.field(factory=list)

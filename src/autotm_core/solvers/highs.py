@@ -23,6 +23,7 @@ import attrs
 from autotm_core.errors import SolveInterruptedError, SolverError
 from autotm_core.solvers.base import (
     MatrixProblem,
+    SolutionStatus,
     SolverCapabilities,
     SolverConfig,
     SolveResult,
@@ -106,10 +107,32 @@ cancelled as Ctrl-C would, keeping its best solution, and reported as out of tim
 OVERRUN_GRACE_SECONDS = 0.5
 
 
-def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> tuple[bool, bool]:
+ABANDON_AFTER_SECONDS = 1.5
+"""After Ctrl-C, a HiGHS solve still running this long after it was asked to stop is
+abandoned: some of its phases (presolve, symmetry detection, cut separation) never check
+for an interrupt, and Inception v4's synchronous MIP ran on for minutes after Ctrl-C (a
+MIP that does check stopped within 0.04-1.0 s at load 2-3). Its
+worker thread is a daemon: it cannot keep the process alive, but a later solve in the
+same process waits for it (HiGHS's own lock), so only a search that stops abandons one."""
+
+
+@attrs.frozen
+class _Run:
+    """How a HiGHS solve ended."""
+
+    interrupted: bool
+    """Ctrl-C came while it ran."""
+    overran: bool
+    """It ran past its time limit by more than the grace, and was cancelled."""
+    abandoned: bool
+    """It did not stop within :data:`ABANDON_AFTER_SECONDS` of Ctrl-C: nothing can be read."""
+
+
+def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
     """Run HiGHS in its worker thread; on Ctrl-C, or past its time limit by more than the
-    grace, cancel it and wait. Whether it was interrupted, and whether it overran."""
-    interrupted = overran = False
+    grace, cancel it and wait (after Ctrl-C, no longer than :data:`ABANDON_AFTER_SECONDS`)."""
+    interrupted_at: float | None = None
+    overran = False
     highs.HandleUserInterrupt = True
     started = time.perf_counter()
     cutoff = (None if time_limit_seconds is None else
@@ -120,15 +143,21 @@ def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> tuple[bo
         try:
             finished, _ = highs.wait(0.1)
             if finished:
-                return interrupted, overran
-            if cutoff is not None and not overran and time.perf_counter() > cutoff:
+                return _Run(interrupted_at is not None, overran, abandoned=False)
+            now = time.perf_counter()
+            if cutoff is not None and not overran and now > cutoff:
                 log.info("HiGHS ran past its time limit: cancelling it")
                 overran = True
-                highs.cancelSolve()
+            if overran or interrupted_at is not None:
+                highs.cancelSolve()  # again: a phase may start after the last request
+            if interrupted_at is not None and now - interrupted_at > ABANDON_AFTER_SECONDS:
+                log.warning("HiGHS does not stop (a phase that checks for no interrupt): "
+                            "its solve is abandoned")
+                return _Run(interrupted=True, overran=overran, abandoned=True)
         except KeyboardInterrupt:
-            if not interrupted:
+            if interrupted_at is None:
                 log.warning("interrupted: asking HiGHS to stop and keep its best solution")
-            interrupted = True
+                interrupted_at = time.perf_counter()
             highs.cancelSolve()
 
 
@@ -191,13 +220,20 @@ def _solve(problem: MatrixProblem, config: SolverConfig, start: Any) -> tuple[So
         if config.warm_start and start is not None:
             _offer_start(highs, np.asarray(start, dtype=np.float64))
         handed_off = time.perf_counter()
-        interrupted, overran = _run_interruptibly(highs, config.time_limit_seconds)
+        run = _run_interruptibly(highs, config.time_limit_seconds)
         solved = time.perf_counter()
         with open(log_path, encoding="utf-8", errors="replace") as stream:
             log_text = stream.read()
     finally:
         os.unlink(log_path)
-    result, values = _result(highs, problem, interrupted=interrupted, overran=overran,
+    if run.abandoned:  # still running: nothing of it can be read
+        return SolveResult(solver_name="highs", solver_version=highs.version(),
+                           termination=TerminationCondition.INTERRUPTED,
+                           status=SolutionStatus.NO_SOLUTION,
+                           message="interrupted (Ctrl-C); HiGHS did not stop, its solve was "
+                           "abandoned", handoff_seconds=handed_off - started,
+                           solve_seconds=solved - handed_off), None
+    result, values = _result(highs, problem, interrupted=run.interrupted, overran=run.overran,
                              log_text=log_text)
     if config.duals and values is not None and not problem.is_integer.any():
         result = attrs.evolve(result, row_duals=np.asarray(highs.getSolution().row_dual,

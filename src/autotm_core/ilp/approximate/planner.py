@@ -51,6 +51,7 @@ from autotm_core.ilp.search.budget import Budget
 from autotm_core.ilp.search.events import Listener, ModelBuilt, ignore
 from autotm_core.ilp.search.pool import Bound, IncumbentPool, Origin, Source, gap_of
 from autotm_core.ilp.search.runner import run_steps
+from autotm_core.ilp.search.state import SearchState
 from autotm_core.ilp.search.strategy import DEFAULT_STRATEGY, Strategy
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -126,18 +127,9 @@ class ApproximatePlanResult:
 
 
 @attrs.define
-class ApproximateSearch:
+class ApproximateSearch(SearchState):
     """The state of one approximate search (see the module docstring)."""
 
-    graph: Graph
-    system: MemorySystem
-    costs: KernelCosts
-    options: FormulationOptions
-    solver: Solver
-    relative_gap: float
-    strategy: Strategy
-    budget: Budget
-    listener: Listener
     pool: IncumbentPool
     reduce: bool
     threads: int | None
@@ -166,10 +158,6 @@ class ApproximateSearch:
     kernel_bound: float = 0.0
     """Every kernel at its fastest, in seconds (known once the model is built)."""
     interrupted: bool = False
-
-    @property
-    def formulation(self) -> Formulation:
-        return self.options.formulation
 
     @property
     def model(self) -> ModelIndex:

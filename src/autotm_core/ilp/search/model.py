@@ -28,19 +28,18 @@ from collections.abc import Callable, Iterator, Sequence
 import attrs
 import numpy as np
 
-from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import AutotmError, NoPlanFoundError, SolverError
 from autotm_core.ilp.incumbent import RelaxAndFix
 from autotm_core.ilp.model_index import ModelIndex
-from autotm_core.ilp.options import Formulation, FormulationOptions
-from autotm_core.ilp.search.budget import Budget
-from autotm_core.ilp.search.events import Listener, ModelBuilt
-from autotm_core.ilp.search.strategy import Strategy
+from autotm_core.ilp.options import Formulation
+from autotm_core.ilp.search.events import ModelBuilt
+from autotm_core.ilp.search.runner import SearchInterrupted
+from autotm_core.ilp.search.state import SearchState
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
 from autotm_core.simulation import Simulation
-from autotm_core.solvers.base import Solver, SolverConfig, SolveResult, TerminationCondition
+from autotm_core.solvers.base import SolverConfig, SolveResult, TerminationCondition
 
 logger = logging.getLogger(__name__)
 
@@ -86,18 +85,9 @@ class PlanResult:
 
 
 @attrs.define
-class ModelSearch:
+class ModelSearch(SearchState):
     """The state of one model's search (see the module docstring)."""
 
-    graph: Graph
-    system: MemorySystem
-    costs: KernelCosts
-    options: FormulationOptions
-    solver: Solver
-    relative_gap: float
-    strategy: Strategy
-    budget: Budget
-    listener: Listener
     start_plans: tuple[Plan, ...]
     """Held plans to start from, fastest first (greedy's is read last, when made)."""
     fits: Callable[[Plan], bool] | None
@@ -463,6 +453,9 @@ class FullSolve:
                               warm_start=state.start is not None)
         result, values = solve_program(state.model, state.solver, config, start=state.start,
                                        name=state.graph.name)
+        if result.termination is TerminationCondition.INTERRUPTED and (
+                values is None or state.reserve > state.strategy.interrupt_decode_seconds):
+            raise SearchInterrupted("solve")  # the plans already held are the answer
         kept = state.kept
         if (values is None or not result.has_solution) and kept is not None \
                 and result.termination is not TerminationCondition.INTERRUPTED:

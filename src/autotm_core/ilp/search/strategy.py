@@ -64,6 +64,12 @@ class Strategy:
     gpu-h200 4:1: a test took 0.07 s; unchecked windows reached 0.957x but no plan packed,
     checked ones 0.974x, all packing)."""
 
+    interrupt_decode_seconds: float = attrs.field(default=0.5, validator=_non_negative)
+    """After Ctrl-C, an interrupted solve's best solution is decoded, checked and offered only
+    when its model built in at most this long (decoding and checking take about as long as
+    the build); a larger model's search stops at once with the plans already held, so that
+    Ctrl-C ends planning within 2 s (Inception v4 b64's asynchronous model: 6.5 s to build)."""
+
     # -- windows (ilp.neighbourhood) ----------------------------------------------------------
     window_kernels: int = attrs.field(default=60, validator=_count)
     """The most kernels per window (Inception v4 b64 optane-2019 4:1: sub-models of
