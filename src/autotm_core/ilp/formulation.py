@@ -99,6 +99,19 @@ class _Pair(NamedTuple):
     """Whether anything is copied (else there is no asynchronous variant)."""
 
 
+class _Tensor(NamedTuple):
+    """What one tensor's slots and transitions are built from."""
+
+    slots: TensorSlots
+    """Its slots and transitions."""
+    nbytes: int
+    """Its size in bytes."""
+    size: float
+    """Its size in the capacity rows' units (pages)."""
+    first: int
+    """The number of its first slot, over all tensors."""
+
+
 def build_model(graph: Graph, costs: KernelCosts, system: MemorySystem,
                 capacities: Capacities | None = None,
                 options: FormulationOptions | None = None,
@@ -238,77 +251,96 @@ class _Builder:
     # -- tensors --------------------------------------------------------------
 
     def _tensor(self, ts: TensorSlots) -> tuple[list[dict[int, int]], list[list[Edge]]]:
-        lp, states, record = self.lp, self.states, self.record
+        """Add ``ts``'s columns and rows: per slot its state variables, per transition its
+        edges (columns in that order, slot by slot, then transition by transition), and
+        its steady-state rows; their bytes go to the occupancy deltas."""
         t = ts.tensor
         nbytes = int(self.live.nbytes[t])
-        size = round_up(nbytes, self.unit) / self.unit
+        tensor = _Tensor(ts, nbytes, round_up(nbytes, self.unit) / self.unit, self.n_slots)
+        self.n_slots += len(ts.slots)
         allowed = allowed_states(self.graph, self.system, self.options, t)
         users = self.live.use_kernels[self.live.use_ptr[t]:self.live.use_ptr[t + 1]].tolist()
-        slot_vars: list[dict[int, int]] = []
-        first = self.n_slots  # the number of the tensor's first slot
-        self.n_slots += len(ts.slots)
-        for i, slot in enumerate(ts.slots):
-            ok = [s for s in allowed if not (slot.writes and states[s].clean_copy)]
-            if not ok:  # only clean-copy states allowed but the tensor is written here
-                ok = allowed
-            xs = {s: lp.add_var(binary=True) for s in ok}
-            for s in ok:
-                record((SLOT, slot.first, first + i, s, -1, 0))
-            slot_vars.append(xs)
-            if i == 0:
-                lp.add_row(list(xs.values()), [1.0] * len(xs), lb=1.0, ub=1.0)
-            if slot.gadget:
-                for k in users:
-                    if slot.first <= k <= slot.last:
-                        self.at_kernel[t, k] = xs
-            self._occupy(2 * slot.first + 1, 2 * slot.last + 1, size,
-                         [(v, states[s].pools) for s, v in xs.items()])
-        all_edges = []
-        for i, tr in enumerate(ts.transitions):
-            before, after = slot_vars[i], slot_vars[i + 1]
-            use_async = bool(tr.async_kernels)
-            edges: list[Edge] = []
-            boundary = []
-            interior = not ts.slots[i + 1].gadget
-            for s, s2, cost, held, moved in self._pairs(nbytes, tuple(before), tuple(after),
-                                                         interior=interior):
-                # binary with asynchronous edges: flow conservation would leave it 0 or 1
-                # anyway, but HiGHS branches better on it (continuous: example:cnn 1:1 took
-                # 47 s to a 1% gap against 22 s, stopping at a plan 1% slower)
-                var = lp.add_var(ub=1.0, binary=use_async, cost=cost)
-                record((EDGE, tr.kernel, first + i + 1, s2, s, 0))
-                edges.append(Edge(var, s, s2, None))
-                boundary.append((var, held))
-                if moved and use_async:
-                    a, b = states[s], states[s2]
-                    moves = move_sources(self.system, nbytes, a, b, asynchronous=True)
-                    seconds = self.time * sum(m[2] for m in moves)
-                    evict = ts.slots[i + 1].gadget is False
-                    for j in tr.async_kernels:
-                        if not self._async_pays(a, b, j, seconds, cost, evict=evict):
-                            self.dominated_async += 1
-                            continue
-                        var = lp.add_var(ub=1.0, binary=True)
-                        record((EDGE, tr.kernel, first + i + 1, s2, s, 1))
-                        edges.append(Edge(var, s, s2, j))
-                        for source, target, copy_seconds in moves:
-                            self.async_load[j].setdefault(
-                                int(self.channels[source, target]), []).append(
-                                    (var, self.time * copy_seconds))
-                        boundary.append((var, a.pools if evict else b.pools))
-                        self._async_occupancy(var, a, b, j, size, evict,
-                                              ts.slots[i + 1] if evict else ts.slots[i])
-            for s, xs_var in before.items():
-                out = [e.var for e in edges if e.before == s]
-                lp.add_row([*out, xs_var], [1.0] * len(out) + [-1.0], lb=0.0, ub=0.0)
-            for s2, x2_var in after.items():
-                into = [e.var for e in edges if e.after == s2]
-                lp.add_row([*into, x2_var], [1.0] * len(into) + [-1.0], lb=0.0, ub=0.0)
-            self._occupy(2 * tr.kernel, 2 * tr.kernel, size, boundary)
-            all_edges.append(edges)
+        slot_vars = [self._slot(tensor, i, allowed, users) for i in range(len(ts.slots))]
+        all_edges = [self._transition(tensor, i, slot_vars[i], slot_vars[i + 1])
+                     for i in range(len(ts.transitions))]
         if ts.cyclic and len(slot_vars) > 1:
             self._steady_state(slot_vars[0], slot_vars[-1])
         return slot_vars, all_edges
+
+    def _slot(self, tensor: _Tensor, i: int, allowed: list[int],
+              users: list[int]) -> dict[int, int]:
+        """Add slot ``i``'s state variables (the first slot's adding up to one) and hold its
+        bytes over the slot; state -> variable."""
+        states, slot = self.states, tensor.slots.slots[i]
+        ok = [s for s in allowed if not (slot.writes and states[s].clean_copy)]
+        if not ok:  # only clean-copy states allowed but the tensor is written here
+            ok = allowed
+        xs = {s: self.lp.add_var(binary=True) for s in ok}
+        for s in ok:
+            self.record((SLOT, slot.first, tensor.first + i, s, -1, 0))
+        if i == 0:  # later slots are in one state through flow conservation
+            self.lp.add_row(list(xs.values()), [1.0] * len(xs), lb=1.0, ub=1.0)
+        if slot.gadget:
+            for k in users:
+                if slot.first <= k <= slot.last:
+                    self.at_kernel[tensor.slots.tensor, k] = xs
+        self._occupy(2 * slot.first + 1, 2 * slot.last + 1, tensor.size,
+                     [(v, states[s].pools) for s, v in xs.items()])
+        return xs
+
+    def _transition(self, tensor: _Tensor, i: int, before: dict[int, int],
+                    after: dict[int, int]) -> list[Edge]:
+        """Add transition ``i``'s edges (each kept pair's synchronous edge, then its
+        asynchronous ones), the flow rows joining them to the slots on either side, and
+        the bytes held at the boundary; its edges."""
+        tr = tensor.slots.transitions[i]
+        use_async = bool(tr.async_kernels)
+        edges: list[Edge] = []
+        boundary: list[tuple[int, frozenset[int]]] = []
+        interior = not tensor.slots.slots[i + 1].gadget
+        for pair in self._pairs(tensor.nbytes, tuple(before), tuple(after), interior=interior):
+            # binary with asynchronous edges: flow conservation would leave it 0 or 1
+            # anyway, but HiGHS branches better on it (continuous: example:cnn 1:1 took
+            # 47 s to a 1% gap against 22 s, stopping at a plan 1% slower)
+            var = self.lp.add_var(ub=1.0, binary=use_async, cost=pair.cost)
+            self.record((EDGE, tr.kernel, tensor.first + i + 1, pair.after, pair.before, 0))
+            edges.append(Edge(var, pair.before, pair.after, None))
+            boundary.append((var, pair.held))
+            if pair.moved and use_async:
+                self._async_edges(tensor, i, pair, edges, boundary)
+        for s, xs_var in before.items():
+            out = [e.var for e in edges if e.before == s]
+            self.lp.add_row([*out, xs_var], [1.0] * len(out) + [-1.0], lb=0.0, ub=0.0)
+        for s2, x2_var in after.items():
+            into = [e.var for e in edges if e.after == s2]
+            self.lp.add_row([*into, x2_var], [1.0] * len(into) + [-1.0], lb=0.0, ub=0.0)
+        self._occupy(2 * tr.kernel, 2 * tr.kernel, tensor.size, boundary)
+        return edges
+
+    def _async_edges(self, tensor: _Tensor, i: int, pair: _Pair, edges: list[Edge],
+                     boundary: list[tuple[int, frozenset[int]]]) -> None:
+        """Append to ``edges`` the move of ``pair`` overlapping each window kernel of
+        transition ``i`` where it can pay (:meth:`_async_pays`), with its copies' load
+        on their channels, its bytes at the boundary (to ``boundary``) and during the
+        interior it overlaps."""
+        tr = tensor.slots.transitions[i]
+        a, b = self.states[pair.before], self.states[pair.after]
+        moves = move_sources(self.system, tensor.nbytes, a, b, asynchronous=True)
+        seconds = self.time * sum(m[2] for m in moves)
+        evict = tensor.slots.slots[i + 1].gadget is False
+        interior = tensor.slots.slots[i + 1] if evict else tensor.slots.slots[i]
+        for j in tr.async_kernels:
+            if not self._async_pays(a, b, j, seconds, pair.cost, evict=evict):
+                self.dominated_async += 1
+                continue
+            var = self.lp.add_var(ub=1.0, binary=True)
+            self.record((EDGE, tr.kernel, tensor.first + i + 1, pair.after, pair.before, 1))
+            edges.append(Edge(var, pair.before, pair.after, j))
+            for source, target, copy_seconds in moves:
+                self.async_load[j].setdefault(int(self.channels[source, target]), []).append(
+                    (var, self.time * copy_seconds))
+            boundary.append((var, a.pools if evict else b.pools))
+            self._async_occupancy(var, a, b, j, tensor.size, evict, interior)
 
     def _kernel_ceilings(self) -> np.ndarray:
         """Per kernel, the most its compute can take (objective units): every tensor in its

@@ -73,60 +73,111 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     solution found so far; Ctrl-C raises ``KeyboardInterrupt``.
     """
     model = _Windows(index, solver)
-    n = model.n
-    width = max(1, min(strategy.window_kernels, n // strategy.model_windows))
-    starts = sorted({*range(0, n - width + 1, max(1, width // 2)), n - width}) if n > width else []
+    width = max(1, min(strategy.window_kernels, model.n // strategy.model_windows))
     values = np.asarray(start, dtype=np.float64).copy()
-    best = initial = float(model.cost @ values)
-    windows, gains, refused = 0, 0, 0
-    # incumbents replaced, oldest first
-    trail: deque[np.ndarray] = deque(maxlen=strategy.trail_length)
-    tried: set[int] = set()
-    gained_in_pass = False
-    config = SolverConfig(relative_gap=min(relative_gap, 1e-4), warm_start=True)
-    termination = TerminationCondition.UNKNOWN
-    while True:
-        left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left < strategy.min_solve_seconds:
-            termination = TerminationCondition.TIME_LIMIT
-            break
-        untried = [s for s in starts if s not in tried]
-        if not untried:
-            if not gained_in_pass:
-                break
-            tried.clear()
-            gained_in_pass = False
-            continue
-        score = model.scores(values)
-        first = max(untried, key=lambda s: score[s + width] - score[s])
-        tried.add(first)
-        limit = (strategy.window_seconds if left is None
-                 else min(strategy.window_seconds, left))
-        try:
-            candidate = model.solve(values, first, first + width,
-                                    attrs.evolve(config, time_limit_seconds=limit))
-        except AutotmError as exc:  # the incumbent stands
-            logger.info("windows: the solve of kernels %d-%d failed (%s)", first,
-                        first + width, exc.message)
-            break
-        windows += 1
-        if candidate is None:
-            continue
-        objective = float(model.cost @ candidate)
-        if objective < best * (1 - strategy.improvement_tolerance):
-            if accept is not None and not accept(candidate):
-                refused += 1
-                continue
-            logger.debug("windows: kernels %d-%d: %.6g -> %.6g", first, first + width, best,
-                         objective)
-            trail.append(values)
-            values, best = candidate, objective
-            gains += 1
-            gained_in_pass = True
+    search = _Search(model=model, strategy=strategy, deadline=deadline, accept=accept,
+                     width=width, starts=_window_starts(model.n, width),
+                     config=SolverConfig(relative_gap=min(relative_gap, 1e-4), warm_start=True),
+                     values=values, best=float(model.cost @ values),
+                     trail=deque(maxlen=strategy.trail_length))
+    initial = search.best
+    termination = search.run()
     logger.info("windows: %d solved, %d improved the incumbent (%d more refused by the "
-                "caller's test): objective %.6g -> %.6g", windows, gains, refused, initial, best)
-    return RelaxAndFix(values=values, result=model.result(best, termination),
-                       trail=tuple(trail))
+                "caller's test): objective %.6g -> %.6g", search.windows, search.gains,
+                search.refused, initial, search.best)
+    return RelaxAndFix(values=search.values, result=model.result(search.best, termination),
+                       trail=tuple(search.trail))
+
+
+def _window_starts(n: int, width: int) -> list[int]:
+    """The first kernel of each window of ``width`` of ``n`` kernels: half a window apart,
+    the last one ending at the last kernel (none when one window would cover them all)."""
+    if n <= width:
+        return []
+    return sorted({*range(0, n - width + 1, max(1, width // 2)), n - width})
+
+
+@attrs.define(kw_only=True)
+class _Search:
+    """One search by windows: what it is given, and the incumbent as it improves."""
+
+    model: _Windows
+    strategy: Strategy
+    deadline: float | None
+    accept: Callable[[np.ndarray], bool] | None
+    width: int
+    """Kernels per window."""
+    starts: list[int]
+    """Each window's first kernel."""
+    config: SolverConfig
+    """Every window's solve settings but its time limit."""
+    values: np.ndarray
+    """The incumbent: one value per column."""
+    best: float
+    """The incumbent's objective."""
+    trail: deque[np.ndarray]
+    """Incumbents replaced, oldest first."""
+    windows: int = 0
+    """Windows solved."""
+    gains: int = 0
+    """Windows that improved the incumbent."""
+    refused: int = 0
+    """Windows that would have, but the caller's test refused."""
+
+    def run(self) -> TerminationCondition:
+        """Try windows, best score first, in passes until one gains nothing, the deadline
+        comes or a solve fails; why it stopped (``unknown`` but at the deadline)."""
+        tried: set[int] = set()
+        gained_in_pass = False
+        while True:
+            left = None if self.deadline is None else self.deadline - time.perf_counter()
+            if left is not None and left < self.strategy.min_solve_seconds:
+                return TerminationCondition.TIME_LIMIT
+            untried = [s for s in self.starts if s not in tried]
+            if not untried:
+                if not gained_in_pass:
+                    return TerminationCondition.UNKNOWN
+                tried.clear()
+                gained_in_pass = False
+                continue
+            score = self.model.scores(self.values)
+            first = max(untried, key=lambda s: score[s + self.width] - score[s])
+            tried.add(first)
+            try:
+                candidate = self._solve(first, left)
+            except AutotmError as exc:  # the incumbent stands
+                logger.info("windows: the solve of kernels %d-%d failed (%s)", first,
+                            first + self.width, exc.message)
+                return TerminationCondition.UNKNOWN
+            if candidate is not None and self._offer(first, candidate):
+                gained_in_pass = True
+
+    def _solve(self, first: int, left: float | None) -> np.ndarray | None:
+        """The window from kernel ``first`` solved within ``left`` seconds (``None``: no
+        deadline) and the strategy's window seconds; ``None`` without a solution."""
+        limit = (self.strategy.window_seconds if left is None
+                 else min(self.strategy.window_seconds, left))
+        candidate = self.model.solve(self.values, first, first + self.width,
+                                     attrs.evolve(self.config, time_limit_seconds=limit))
+        self.windows += 1
+        return candidate
+
+    def _offer(self, first: int, candidate: np.ndarray) -> bool:
+        """Take ``candidate`` (the window from kernel ``first``'s solution) as the incumbent
+        if it gains more than the strategy's tolerance and the caller's test accepts it;
+        whether it was taken."""
+        objective = float(self.model.cost @ candidate)
+        if not objective < self.best * (1 - self.strategy.improvement_tolerance):
+            return False
+        if self.accept is not None and not self.accept(candidate):
+            self.refused += 1
+            return False
+        logger.debug("windows: kernels %d-%d: %.6g -> %.6g", first, first + self.width,
+                     self.best, objective)
+        self.trail.append(self.values)
+        self.values, self.best = candidate, objective
+        self.gains += 1
+        return True
 
 
 class _Windows:

@@ -46,12 +46,13 @@ each of which only raises the true optimum: it is valid, not tight.
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 import attrs
 import numpy as np
 from scipy import sparse
 
-from autotm_core.arrays import FloatArray, IntArray
+from autotm_core.arrays import BoolArray, FloatArray, IntArray
 from autotm_core.costs.model import least_kernel_seconds
 from autotm_core.ir.liveness import Liveness
 from autotm_core.memory import MemorySystem
@@ -123,47 +124,80 @@ over-capacity kernels: the one with the largest excess in each of as many runs o
 consecutive ones as fit. Dropping rows gives a weaker bound, never a wrong one."""
 
 
+_NO_EXCESS = (0.0, -1)
+"""What :func:`_least_split` gives when no kernel's live bytes exceed the capacity."""
+
+
 def _least_split(liveness: Liveness, capacity: int, rate_in: float, rate_out: float,
                  kernel_seconds: FloatArray) -> tuple[float, int]:
     """The LP of the module docstring: the least largest split's seconds, and the kernel
     after which it falls (0 seconds without an excess)."""
-    from scipy.optimize import linprog
-
-    none = (0.0, -1)
     n_kernels = liveness.n_kernels
     excess = (liveness.live_nbytes - capacity).astype(np.float64)
     if not n_kernels or excess.max() <= 0:
-        return none
+        return _NO_EXCESS
     # units near 1 for the solver's tolerances: bytes in the largest excess, seconds in
     # the longer of the compute and that excess's crossing
     unit_nbytes = float(excess.max())
     compute_before = np.concatenate([[0.0], np.cumsum(kernel_seconds)])
-    compute_after = compute_before[-1] - compute_before
     unit_seconds = max(float(compute_before[-1]), unit_nbytes / min(rate_in, rate_out))
-    first, last = liveness.first.astype(np.int64), liveness.last.astype(np.int64)
-    small = liveness.nbytes < unit_nbytes * SMALL_TENSOR_FRACTION
-    small_live = np.zeros(n_kernels + 1)  # live bytes of the small ones, as differences
-    small &= last >= first  # a tensor that never exists (empty life) covers nothing
-    np.add.at(small_live, first[small], liveness.nbytes[small])
-    np.add.at(small_live, last[small] + 1, -liveness.nbytes[small])
-    need = excess - np.cumsum(small_live)[:n_kernels]
+    small = _small_tensors(liveness, unit_nbytes)
+    need = excess - _live_nbytes(liveness, small)
     if need.max() <= 0:
-        return none
+        return _NO_EXCESS
+    program = _SplitProgram(
+        liveness=liveness, need=need, pairs=_lp_pairs(liveness, need, np.flatnonzero(~small)),
+        rate_in=rate_in, rate_out=rate_out, unit_nbytes=unit_nbytes, unit_seconds=unit_seconds,
+        compute_before=compute_before)
+    return program.solve()
 
+
+def _small_tensors(liveness: Liveness, unit_nbytes: float) -> BoolArray:
+    """The tensors the LP takes as free to be outside (:data:`SMALL_TENSOR_FRACTION`)."""
+    small = liveness.nbytes < unit_nbytes * SMALL_TENSOR_FRACTION
+    # a tensor that never exists (empty life) covers nothing
+    return small & (liveness.last.astype(np.int64) >= liveness.first.astype(np.int64))
+
+
+def _live_nbytes(liveness: Liveness, tensors: BoolArray) -> FloatArray:
+    """Per kernel, the live bytes of the ``tensors`` marked."""
+    first, last = liveness.first.astype(np.int64), liveness.last.astype(np.int64)
+    live = np.zeros(liveness.n_kernels + 1)  # as differences from the kernel before
+    np.add.at(live, first[tensors], liveness.nbytes[tensors])
+    np.add.at(live, last[tensors] + 1, -liveness.nbytes[tensors])
+    return np.cumsum(live)[:liveness.n_kernels]
+
+
+@attrs.frozen(kw_only=True)
+class _Pairs:
+    """The LP's (tensor, row kernel) pairs: one ``x`` column each, by tensor, then time."""
+
+    over: IntArray
+    """The kernels whose excess the LP covers, ascending (:func:`_row_kernels`)."""
+    tensor: IntArray
+    """Each pair's tensor."""
+    row: IntArray
+    """Each pair's row: its kernel is ``over[row]``."""
+    ahead: BoolArray
+    """Whether a read of the tensor is ahead at the pair's kernel (it must cross back in)."""
+    follows: IntArray
+    """The pairs ``p`` whose next pair ``p + 1`` is of the same tensor."""
+
+
+def _lp_pairs(liveness: Liveness, need: FloatArray, big: IntArray) -> _Pairs:
+    """The pairs of the ``big`` tensors at the kernels whose ``need`` the LP covers."""
+    first, last = liveness.first.astype(np.int64), liveness.last.astype(np.int64)
     # each tensor's life in two segments: while a read is ahead (it crosses back in
     # too), and after its last read; segments by tensor, then time
     entry_kernel = liveness.entry_kernels()
     reads = np.asarray(liveness.kernel_reads, dtype=bool)
-    n_tensors = len(liveness.nbytes)
-    last_read = np.full(n_tensors, -1, dtype=np.int64)
+    last_read = np.full(len(liveness.nbytes), -1, dtype=np.int64)
     np.maximum.at(last_read, liveness.kernel_tensors[reads], entry_kernel[reads])
-    big = np.flatnonzero(~small)
     seg_tensor = np.concatenate([big, big])
     seg_first = np.concatenate([first[big], np.maximum(first[big], last_read[big] + 1)])
     seg_last = np.concatenate([np.minimum(last[big], last_read[big]), last[big]])
     seg_ahead = np.arange(2 * len(big)) < len(big)
     over = _row_kernels(need, seg_first, seg_last)
-    m = len(over)
     lo = np.searchsorted(over, seg_first, side="left")
     hi = np.searchsorted(over, seg_last, side="right")
     keep = hi > lo
@@ -172,91 +206,192 @@ def _least_split(liveness: Liveness, capacity: int, rate_in: float, rate_out: fl
     seg_ahead = seg_ahead[keep][order]
     span = hi - lo
     tensor = np.repeat(seg_tensor, span)
-    j = np.repeat(lo, span) + _ranks(span)  # the pair's row: over[j]
-    ahead = np.repeat(seg_ahead, span)
-    n_pairs = len(tensor)
-    pairs = np.arange(n_pairs)
-    read = pairs[ahead]
-    follows = np.flatnonzero(tensor[1:] == tensor[:-1])  # pairs p and p + 1: one tensor
-    size = liveness.nbytes.astype(np.float64) / unit_nbytes
-    out_size = np.where(liveness.producer >= 0, size, 0.0)  # from before the step: never out
-    # Columns: x (outside), c (out so far: nondecreasing, >= x), d (in from here on:
-    # nonincreasing, >= x where a read is ahead); out_by[j] and in_from[j] (bytes);
-    # per split b = -1 .. n-1 its two sides' seconds; the step's z.
-    x, c, d = 0, n_pairs, 2 * n_pairs
-    out_by, in_from = 3 * n_pairs, 3 * n_pairs + m
-    n_splits = n_kernels + 1
-    before, after = 3 * n_pairs + 2 * m, 3 * n_pairs + 2 * m + n_splits
-    z = after + n_splits
-    n_cols = z + 1
+    return _Pairs(over=over, tensor=tensor, row=np.repeat(lo, span) + _ranks(span),
+                  ahead=np.repeat(seg_ahead, span),
+                  follows=np.flatnonzero(tensor[1:] == tensor[:-1]))
 
-    ub = _Rows()
-    r = ub.block(m, -need[over] / unit_nbytes)  # cover every excess
-    ub.add(r + j, x + pairs, -size[tensor])
-    r = ub.block(n_pairs)
-    ub.add(r + pairs, x + pairs, 1.0)
-    ub.add(r + pairs, c + pairs, -1.0)
-    r = ub.block(len(follows))
-    ub.add(r + np.arange(len(follows)), c + follows, 1.0)
-    ub.add(r + np.arange(len(follows)), c + follows + 1, -1.0)
-    r = ub.block(len(read))
-    ub.add(r + np.arange(len(read)), x + read, 1.0)
-    ub.add(r + np.arange(len(read)), d + read, -1.0)
-    r = ub.block(len(follows))
-    ub.add(r + np.arange(len(follows)), d + follows + 1, 1.0)
-    ub.add(r + np.arange(len(follows)), d + follows, -1.0)
-    # split after kernel b: before[b] >= out_by the rows up to b, after[b] >= in_from the
-    # rows after it, z >= before[b] + after[b]
-    splits = np.arange(-1, n_kernels)
-    done = np.searchsorted(over, splits, side="right")  # rows at kernels <= b
-    s_out, s_in = np.flatnonzero(done >= 1), np.flatnonzero(done < m)
-    r = ub.block(len(s_out))
-    ub.add(r + np.arange(len(s_out)), out_by + done[s_out] - 1,
-           unit_nbytes / rate_out / unit_seconds)
-    ub.add(r + np.arange(len(s_out)), before + s_out, -1.0)
-    r = ub.block(len(s_in))
-    ub.add(r + np.arange(len(s_in)), in_from + done[s_in], unit_nbytes / rate_in / unit_seconds)
-    ub.add(r + np.arange(len(s_in)), after + s_in, -1.0)
-    r = ub.block(n_splits)
-    ub.add(r + np.arange(n_splits), before + np.arange(n_splits), 1.0)
-    ub.add(r + np.arange(n_splits), after + np.arange(n_splits), 1.0)
-    ub.add(r + np.arange(n_splits), np.full(n_splits, z), -1.0)
 
-    # out_by[j] - out_by[j-1]: the out first needed at row j; in_from from the end alike
-    eq = _Rows()
-    rows = np.arange(m)
-    r = eq.block(m)
-    eq.add(r + rows, out_by + rows, 1.0)
-    eq.add(r + rows[1:], out_by + rows[:-1], -1.0)
-    eq.add(r + j, c + pairs, -out_size[tensor])
-    eq.add(r + j[follows + 1], c + follows, out_size[tensor[follows]])
-    r = eq.block(m)
-    eq.add(r + rows, in_from + rows, 1.0)
-    eq.add(r + rows[:-1], in_from + rows[1:], -1.0)
-    eq.add(r + j, d + pairs, -size[tensor])
-    eq.add(r + j[follows], d + follows + 1, size[tensor[follows + 1]])
+class _Columns(NamedTuple):
+    """Where each group of the LP's columns begins, for ``n_pairs`` pairs, ``n_rows`` rows
+    and ``n_splits`` splits: ``x`` (outside), ``c`` (out so far: nondecreasing, >= x),
+    ``d`` (in from here on: nonincreasing, >= x where a read is ahead), one each per
+    pair; ``out_by[j]`` and ``in_from[j]`` (bytes) per row; per split ``b = -1 .. n-1``
+    its two sides' seconds ``before[b + 1]`` and ``after[b + 1]``; the step's ``z``."""
 
-    bounds = np.zeros((n_cols, 2))
-    bounds[:, 1] = np.inf
-    bounds[: 3 * n_pairs, 1] = 1.0
-    bounds[d + pairs[~ahead], 1] = 0.0  # after the last read nothing needs to come back
-    bounds[before: before + n_splits, 0] = compute_before / unit_seconds
-    bounds[after: after + n_splits, 0] = compute_after / unit_seconds
-    cost = np.zeros(n_cols)
-    cost[z] = 1.0
-    solved = linprog(cost, A_ub=ub.matrix(n_cols), b_ub=ub.rhs(), A_eq=eq.matrix(n_cols),
-                     b_eq=eq.rhs(), bounds=bounds, method="highs-ipm")
-    if solved.status != 0:  # infeasible: some excess no tensor can cover (workspace alone)
-        if solved.status != 2:
-            logger.warning("the physical bound's LP stopped unsolved (%s): compute alone",
-                           solved.message)
-        return none
-    v = solved.x
-    out_seconds = np.concatenate([[0.0], v[out_by: out_by + m] * unit_nbytes / rate_out])
-    in_seconds = np.concatenate([v[in_from: in_from + m] * unit_nbytes / rate_in, [0.0]])
-    sides = (np.maximum(compute_before, out_seconds[done])
-             + np.maximum(compute_after, in_seconds[done]))
-    return float(solved.fun) * unit_seconds, int(splits[sides.argmax()])
+    n_pairs: int
+    n_rows: int
+    n_splits: int
+    x: int
+    c: int
+    d: int
+    out_by: int
+    in_from: int
+    before: int
+    after: int
+    z: int
+    n_cols: int
+
+    @classmethod
+    def of(cls, n_pairs: int, n_rows: int, n_splits: int) -> _Columns:
+        """The layout: the groups in the order above, each after the one before."""
+        before = 3 * n_pairs + 2 * n_rows
+        z = before + 2 * n_splits
+        return cls(n_pairs, n_rows, n_splits, x=0, c=n_pairs, d=2 * n_pairs,
+                   out_by=3 * n_pairs, in_from=3 * n_pairs + n_rows, before=before,
+                   after=before + n_splits, z=z, n_cols=z + 1)
+
+
+@attrs.frozen(kw_only=True)
+class _SplitProgram:
+    """The LP of the module docstring over given pairs, in the units of
+    :func:`_least_split` (bytes in ``unit_nbytes``, seconds in ``unit_seconds``)."""
+
+    liveness: Liveness
+    need: FloatArray
+    """Per kernel, the bytes the big tensors must cover (above 0: over capacity)."""
+    pairs: _Pairs
+    rate_in: float
+    rate_out: float
+    unit_nbytes: float
+    unit_seconds: float
+    compute_before: FloatArray
+    """Per split ``b = -1 .. n-1``, the least compute of the kernels up to ``b``."""
+
+    @property
+    def cols(self) -> _Columns:
+        """Where the LP's columns are."""
+        return _Columns.of(len(self.pairs.tensor), len(self.pairs.over),
+                           self.liveness.n_kernels + 1)
+
+    @property
+    def compute_after(self) -> FloatArray:
+        """Per split, the least compute of the kernels after it."""
+        return self.compute_before[-1] - self.compute_before
+
+    @property
+    def splits(self) -> IntArray:
+        """The kernel each split falls after (-1: before the first)."""
+        return np.arange(-1, self.liveness.n_kernels)
+
+    @property
+    def done(self) -> IntArray:
+        """Per split, how many rows are at kernels up to it."""
+        return np.searchsorted(self.pairs.over, self.splits, side="right")
+
+    def sizes(self) -> tuple[FloatArray, FloatArray]:
+        """Per tensor, its size in units, and its size when it must cross out (0 for one
+        from before the step: it never has to)."""
+        size = self.liveness.nbytes.astype(np.float64) / self.unit_nbytes
+        return size, np.where(self.liveness.producer >= 0, size, 0.0)
+
+    def solve(self) -> tuple[float, int]:
+        """The least largest split's seconds and the kernel it falls after, by HiGHS's
+        interior-point method; :data:`_NO_EXCESS` when the LP has no solution."""
+        from scipy.optimize import linprog
+
+        cols = self.cols
+        ub, eq = _Rows(), _Rows()
+        self._cover_rows(ub)
+        self._split_rows(ub)
+        self._crossing_rows(eq)
+        cost = np.zeros(cols.n_cols)
+        cost[cols.z] = 1.0
+        solved = linprog(cost, A_ub=ub.matrix(cols.n_cols), b_ub=ub.rhs(),
+                         A_eq=eq.matrix(cols.n_cols), b_eq=eq.rhs(), bounds=self._bounds(),
+                         method="highs-ipm")
+        if solved.status != 0:  # infeasible: some excess no tensor can cover (workspace alone)
+            if solved.status != 2:
+                logger.warning("the physical bound's LP stopped unsolved (%s): compute alone",
+                               solved.message)
+            return _NO_EXCESS
+        return float(solved.fun) * self.unit_seconds, self._largest_split(solved.x)
+
+    def _cover_rows(self, ub: _Rows) -> None:
+        """Every excess covered by the pairs at its kernel; ``c`` and ``d`` at least ``x``
+        (``d`` where a read is ahead), ``c`` nondecreasing and ``d`` nonincreasing in time."""
+        p, cols = self.pairs, self.cols
+        x, c, d = cols.x, cols.c, cols.d
+        pairs = np.arange(cols.n_pairs)
+        read, follows = pairs[p.ahead], p.follows
+        size, _ = self.sizes()
+        r = ub.block(cols.n_rows, -self.need[p.over] / self.unit_nbytes)
+        ub.add(r + p.row, x + pairs, -size[p.tensor])
+        r = ub.block(cols.n_pairs)
+        ub.add(r + pairs, x + pairs, 1.0)
+        ub.add(r + pairs, c + pairs, -1.0)
+        r = ub.block(len(follows))
+        ub.add(r + np.arange(len(follows)), c + follows, 1.0)
+        ub.add(r + np.arange(len(follows)), c + follows + 1, -1.0)
+        r = ub.block(len(read))
+        ub.add(r + np.arange(len(read)), x + read, 1.0)
+        ub.add(r + np.arange(len(read)), d + read, -1.0)
+        r = ub.block(len(follows))
+        ub.add(r + np.arange(len(follows)), d + follows + 1, 1.0)
+        ub.add(r + np.arange(len(follows)), d + follows, -1.0)
+
+    def _split_rows(self, ub: _Rows) -> None:
+        """Per split after kernel ``b``: ``before[b]`` at least the crossings out of the
+        rows up to ``b``, ``after[b]`` at least the crossings in of the rows after it,
+        and ``z`` at least their sum."""
+        cols, done = self.cols, self.done
+        m, n_splits = cols.n_rows, cols.n_splits
+        s_out, s_in = np.flatnonzero(done >= 1), np.flatnonzero(done < m)
+        r = ub.block(len(s_out))
+        ub.add(r + np.arange(len(s_out)), cols.out_by + done[s_out] - 1,
+               self.unit_nbytes / self.rate_out / self.unit_seconds)
+        ub.add(r + np.arange(len(s_out)), cols.before + s_out, -1.0)
+        r = ub.block(len(s_in))
+        ub.add(r + np.arange(len(s_in)), cols.in_from + done[s_in],
+               self.unit_nbytes / self.rate_in / self.unit_seconds)
+        ub.add(r + np.arange(len(s_in)), cols.after + s_in, -1.0)
+        r = ub.block(n_splits)
+        ub.add(r + np.arange(n_splits), cols.before + np.arange(n_splits), 1.0)
+        ub.add(r + np.arange(n_splits), cols.after + np.arange(n_splits), 1.0)
+        ub.add(r + np.arange(n_splits), np.full(n_splits, cols.z), -1.0)
+
+    def _crossing_rows(self, eq: _Rows) -> None:
+        """``out_by[j] - out_by[j-1]``: the bytes out first needed at row ``j``;
+        ``in_from`` alike from the end."""
+        p, cols = self.pairs, self.cols
+        c, d, out_by, in_from = cols.c, cols.d, cols.out_by, cols.in_from
+        pairs, follows, j = np.arange(cols.n_pairs), p.follows, p.row
+        size, out_size = self.sizes()
+        rows = np.arange(cols.n_rows)
+        r = eq.block(cols.n_rows)
+        eq.add(r + rows, out_by + rows, 1.0)
+        eq.add(r + rows[1:], out_by + rows[:-1], -1.0)
+        eq.add(r + j, c + pairs, -out_size[p.tensor])
+        eq.add(r + j[follows + 1], c + follows, out_size[p.tensor[follows]])
+        r = eq.block(cols.n_rows)
+        eq.add(r + rows, in_from + rows, 1.0)
+        eq.add(r + rows[:-1], in_from + rows[1:], -1.0)
+        eq.add(r + j, d + pairs, -size[p.tensor])
+        eq.add(r + j[follows], d + follows + 1, size[p.tensor[follows + 1]])
+
+    def _bounds(self) -> FloatArray:
+        """Per column, its bounds: fractions in 0..1, each side of a split at least its
+        compute."""
+        cols = self.cols
+        bounds = np.zeros((cols.n_cols, 2))
+        bounds[:, 1] = np.inf
+        bounds[: 3 * cols.n_pairs, 1] = 1.0
+        # after the last read nothing needs to come back
+        bounds[cols.d + np.arange(cols.n_pairs)[~self.pairs.ahead], 1] = 0.0
+        bounds[cols.before: cols.before + cols.n_splits, 0] = (self.compute_before
+                                                               / self.unit_seconds)
+        bounds[cols.after: cols.after + cols.n_splits, 0] = self.compute_after / self.unit_seconds
+        return bounds
+
+    def _largest_split(self, v: FloatArray) -> int:
+        """The kernel after which the largest split of the solution ``v`` falls."""
+        cols, done, m = self.cols, self.done, self.cols.n_rows
+        out_seconds = np.concatenate(
+            [[0.0], v[cols.out_by: cols.out_by + m] * self.unit_nbytes / self.rate_out])
+        in_seconds = np.concatenate(
+            [v[cols.in_from: cols.in_from + m] * self.unit_nbytes / self.rate_in, [0.0]])
+        sides = (np.maximum(self.compute_before, out_seconds[done])
+                 + np.maximum(self.compute_after, in_seconds[done]))
+        return int(self.splits[sides.argmax()])
 
 
 def _row_kernels(need: FloatArray, seg_first: IntArray, seg_last: IntArray) -> IntArray:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
 import numpy as np
@@ -84,12 +84,8 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
     gives them (:attr:`~autotm_core.solvers.SolverCapabilities.duals`); NaN otherwise.
     """
     n = layout.n_kernels
-    cost = np.asarray(problem.cost, dtype=np.float64)
     binary = np.asarray(problem.is_integer, dtype=bool)
-    anchor, kind = layout.col_anchor, layout.kind
-    follows = (kind == TIME) | (kind == OCCUPANCY)
-    values = np.where(follows, 0.0, layout.least)
-    columns = layout.columns
+    values = np.where(_follows(layout), 0.0, layout.least)
     duals = np.full(layout.rows.shape[0], np.nan)
     core = max(1, core_kernels)
     for s in range(0, n, core):
@@ -98,33 +94,15 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
         if left is not None and left <= 0:
             logger.info("rolling: out of time before stretch %d-%d of %d kernels", s, e, n)
             return _complete(layout, values, duals, s)
-        near = (anchor >= s) & (anchor < m)
-        values[(kind == EDGE) & (anchor >= m) & (layout.before_anchor < m)] = 0.0
-        free = near | ((follows | layout.last_slot) & (anchor >= m))
-        far_rows, far_vars = _far_capacity(layout, m)
-        free[far_vars] = False
-        touched = np.zeros(layout.rows.shape[0], dtype=bool)
-        touched[columns[:, np.flatnonzero(free)].indices] = True
-        # far kernel-time rows count only where a decision of the slice loads them (an
-        # asynchronous move overlapping a kernel beyond the margin)
-        loads = np.zeros(layout.rows.shape[0], dtype=bool)
-        loads[columns[:, np.flatnonzero(near & ~follows)].indices] = True
-        touched &= (layout.capacity_row | layout.cyclic_row | (layout.row_anchor < m)
-                    | (layout.time_row & loads))
-        touched[far_rows] = False
-        rows = np.flatnonzero(touched)
-        integer = binary & (anchor >= s) & (anchor < e)
-        sub, cols = restricted_problem(layout, problem, rows=rows, free=free, values=values,
-                                       cost=cost, integer=integer, name=f"stretch {s}-{e}")
-        sub = _with_far_capacity(sub, layout, problem, m=m, cols=cols, free=free, values=values)
-        found = relax_and_fix_matrix(sub, solver=solver, time_limit_seconds=_left(deadline),
+        # a far transition of a slot decided now is left to the stretch that reaches it:
+        # its edges count nothing in this slice
+        values[(layout.kind == EDGE) & (layout.col_anchor >= m) & (layout.before_anchor < m)] = 0.0
+        piece = _slice(layout, problem, values, s=s, e=e, m=m)
+        found = relax_and_fix_matrix(piece.sub, solver=solver, time_limit_seconds=_left(deadline),
                                      relative_gap=relative_gap, threads=1,
                                      duals=solver.capabilities.duals)
         if isinstance(found, RelaxAndFix):
-            values[cols] = found.values[:cols.size]
-            if found.row_duals is not None:
-                own = (layout.row_anchor[rows] >= s) & (layout.row_anchor[rows] < e)
-                duals[rows[own]] = found.row_duals[:rows.size][own]
+            _keep(layout, piece, found, values, duals, s=s, e=e)
             continue
         # fixing what the LP made integral can leave the rest without a solution: solve it all
         left = _left(deadline)
@@ -133,14 +111,70 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
             return _complete(layout, values, duals, s)
         config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap, threads=1,
                               warm_start=False)
-        _, solved = solver.solve(sub, config)
+        _, solved = solver.solve(piece.sub, config)
         if solved is None:
             logger.info("rolling: stretch %d-%d has no solution", s, e)
             return None
-        values[cols] = solved[:cols.size]
+        values[piece.cols] = solved[:piece.cols.size]
     binaries = binary & np.isfinite(values)
     values[binaries] = np.round(values[binaries])
     return RollingPlan(values=values, row_duals=duals, planned_kernels=n)
+
+
+class _Slice(NamedTuple):
+    """The slice of the model that plans one stretch."""
+
+    sub: MatrixProblem
+    """The slice, its far capacity compressed (:func:`_with_far_capacity`)."""
+    cols: np.ndarray
+    """The model's column of each of the slice's first columns (the far capacity's
+    variables follow)."""
+    rows: np.ndarray
+    """The model's row of each of the slice's first rows (the far capacity's rows
+    follow)."""
+
+
+def _follows(layout: ModelLayout) -> np.ndarray:
+    """Which columns follow from the decisions: kernel times and occupancies."""
+    return (layout.kind == TIME) | (layout.kind == OCCUPANCY)
+
+
+def _slice(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, s: int, e: int,
+           m: int) -> _Slice:
+    """The slice planning the stretch of kernels ``s..e - 1`` with its margin up to ``m``
+    (see the module docstring), every column it holds at ``values``."""
+    anchor, follows = layout.col_anchor, _follows(layout)
+    near = (anchor >= s) & (anchor < m)
+    free = near | ((follows | layout.last_slot) & (anchor >= m))
+    far_rows, far_vars = _far_capacity(layout, m)
+    free[far_vars] = False
+    touched = np.zeros(layout.rows.shape[0], dtype=bool)
+    touched[layout.columns[:, np.flatnonzero(free)].indices] = True
+    # far kernel-time rows count only where a decision of the slice loads them (an
+    # asynchronous move overlapping a kernel beyond the margin)
+    loads = np.zeros(layout.rows.shape[0], dtype=bool)
+    loads[layout.columns[:, np.flatnonzero(near & ~follows)].indices] = True
+    touched &= (layout.capacity_row | layout.cyclic_row | (layout.row_anchor < m)
+                | (layout.time_row & loads))
+    touched[far_rows] = False
+    rows = np.flatnonzero(touched)
+    integer = np.asarray(problem.is_integer, dtype=bool) & (anchor >= s) & (anchor < e)
+    sub, cols = restricted_problem(layout, problem, rows=rows, free=free, values=values,
+                                   cost=np.asarray(problem.cost, dtype=np.float64),
+                                   integer=integer, name=f"stretch {s}-{e}")
+    sub = _with_far_capacity(sub, layout, problem, m=m, cols=cols, free=free, values=values)
+    return _Slice(sub, cols, rows)
+
+
+def _keep(layout: ModelLayout, piece: _Slice, found: RelaxAndFix, values: np.ndarray,
+          duals: np.ndarray, *, s: int, e: int) -> None:
+    """Write the slice's solution into ``values`` and the LP duals of the rows anchored in
+    the stretch ``s..e - 1`` (when the backend gave them) into ``duals``."""
+    values[piece.cols] = found.values[:piece.cols.size]
+    if found.row_duals is not None:
+        rows = piece.rows
+        own = (layout.row_anchor[rows] >= s) & (layout.row_anchor[rows] < e)
+        duals[rows[own]] = found.row_duals[:rows.size][own]
 
 
 def _left(deadline: float | None) -> float | None:
@@ -223,55 +257,85 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
     carries it to the next breakpoint. A last slot with steady-state rows is counted
     from the boundary before it (:func:`_from_the_boundary`).
     """
-    import scipy.sparse as sp
-
-    lower = np.asarray(problem.col_lower, dtype=np.float64)
-    upper = np.asarray(problem.col_upper, dtype=np.float64)
     decision = layout.kind != OCCUPANCY
     held = np.where(~free & decision, values, 0.0)
     position = np.full(len(free), -1, dtype=np.int64)
     position[cols] = np.arange(cols.size)
-    blocks, y_lower, y_upper, n_new = [], [], [], 0
+    chains: list[_Chain] = []
+    n_new = 0
     for rows_q, vars_q in zip(layout.pool_rows, layout.pool_vars, strict=True):
-        far_rows, far_vars = rows_q[2 * m - 1:], vars_q[2 * m - 1:]
-        if far_rows.size == 0:
+        if rows_q[2 * m - 1:].size == 0:
             continue
-        link = position[vars_q[2 * m - 2]]  # the slice's last occupancy variable
-        matrix = layout.rows[far_rows]
-        known = np.cumsum(-(matrix @ held))  # bytes the held decisions add, half step by step
-        own = matrix[:, cols].tocsr()
-        own = own.multiply(decision[cols][np.newaxis, :]).tocsr()
-        own.eliminate_zeros()
-        own = _from_the_boundary(own, layout.last_slot[cols])
-        breaks = np.flatnonzero(np.diff(own.indptr) > 0)
-        if breaks.size == 0 or breaks[0] != 0:
-            breaks = np.concatenate([[0], breaks])
-        y_lower.append(np.maximum.reduceat(lower[far_vars] - known, breaks))
-        y_upper.append(np.minimum.reduceat(upper[far_vars] - known, breaks))
-        k = breaks.size
-        y = sub.n_columns + n_new + np.arange(k)
-        previous = np.concatenate([[link], y[:-1]])
-        chain = sp.csr_matrix(
-            (np.concatenate([np.ones(k), -np.ones(k)]),
-             (np.concatenate([np.arange(k), np.arange(k)]), np.concatenate([y, previous]))),
-            shape=(k, sub.n_columns + n_new + k))
-        terms = own[breaks]
-        terms = sp.csr_matrix((terms.data, terms.indices, terms.indptr), shape=chain.shape)
-        blocks.append(chain + terms)
-        n_new += k
-    if not blocks:
+        # the chain starts from the slice's last occupancy variable of the pool
+        chain = _breakpoint_chain(layout, problem, rows_q[2 * m - 1:], vars_q[2 * m - 1:],
+                                  cols=cols, decision=decision, held=held,
+                                  link=position[vars_q[2 * m - 2]],
+                                  first_column=sub.n_columns + n_new)
+        chains.append(chain)
+        n_new += chain.rows.shape[0]
+    if not chains:
         return sub
+    return _with_chains(sub, chains, n_new)
+
+
+class _Chain(NamedTuple):
+    """One pool's far capacity, compressed: a variable and a row per breakpoint."""
+
+    rows: sp.csr_matrix
+    """Each breakpoint's row: its variable less the one before (the slice's last
+    occupancy variable for the first) less the slice's terms there, equal to 0."""
+    lower: np.ndarray
+    """Each breakpoint variable's lower bound."""
+    upper: np.ndarray
+    """Each breakpoint variable's upper bound."""
+
+
+def _breakpoint_chain(layout: ModelLayout, problem: MatrixProblem, far_rows: np.ndarray,
+                      far_vars: np.ndarray, *, cols: np.ndarray, decision: np.ndarray,
+                      held: np.ndarray, link: int, first_column: int) -> _Chain:
+    """The chain of one pool's running-sum rows ``far_rows`` (occupancy variables
+    ``far_vars``), its variables numbered from ``first_column`` in the slice."""
+    import scipy.sparse as sp
+
+    lower = np.asarray(problem.col_lower, dtype=np.float64)
+    upper = np.asarray(problem.col_upper, dtype=np.float64)
+    matrix = layout.rows[far_rows]
+    known = np.cumsum(-(matrix @ held))  # bytes the held decisions add, half step by step
+    own = matrix[:, cols].tocsr()
+    own = own.multiply(decision[cols][np.newaxis, :]).tocsr()
+    own.eliminate_zeros()
+    own = _from_the_boundary(own, layout.last_slot[cols])
+    breaks = np.flatnonzero(np.diff(own.indptr) > 0)
+    if breaks.size == 0 or breaks[0] != 0:
+        breaks = np.concatenate([[0], breaks])
+    k = breaks.size
+    y = first_column + np.arange(k)
+    previous = np.concatenate([[link], y[:-1]])
+    chain = sp.csr_matrix(
+        (np.concatenate([np.ones(k), -np.ones(k)]),
+         (np.concatenate([np.arange(k), np.arange(k)]), np.concatenate([y, previous]))),
+        shape=(k, first_column + k))
+    terms = own[breaks]
+    terms = sp.csr_matrix((terms.data, terms.indices, terms.indptr), shape=chain.shape)
+    return _Chain(chain + terms, np.maximum.reduceat(lower[far_vars] - known, breaks),
+                  np.minimum.reduceat(upper[far_vars] - known, breaks))
+
+
+def _with_chains(sub: MatrixProblem, chains: list[_Chain], n_new: int) -> MatrixProblem:
+    """``sub`` with the chains' ``n_new`` continuous variables and their rows appended."""
+    import scipy.sparse as sp
+
     width = sub.n_columns + n_new
     base = sp.csr_matrix((sub.value, sub.index, sub.start), shape=(sub.n_rows, sub.n_columns))
     base = sp.csr_matrix((base.data, base.indices, base.indptr), shape=(sub.n_rows, width))
-    added = sp.vstack([sp.csr_matrix((b.data, b.indices, b.indptr), shape=(b.shape[0], width))
-                       for b in blocks]).tocsr()
+    added = sp.vstack([sp.csr_matrix((c.rows.data, c.rows.indices, c.rows.indptr),
+                                     shape=(c.rows.shape[0], width)) for c in chains]).tocsr()
     matrix = sp.vstack([base, added]).tocsr()
     zeros = np.zeros(added.shape[0])
     return attrs.evolve(
         sub, cost=np.concatenate([sub.cost, np.zeros(n_new)]),
-        col_lower=np.concatenate([sub.col_lower, *y_lower]),
-        col_upper=np.concatenate([sub.col_upper, *y_upper]),
+        col_lower=np.concatenate([sub.col_lower, *(c.lower for c in chains)]),
+        col_upper=np.concatenate([sub.col_upper, *(c.upper for c in chains)]),
         is_integer=np.concatenate([sub.is_integer, np.zeros(n_new, dtype=bool)]),
         start=matrix.indptr, index=matrix.indices, value=matrix.data,
         row_lower=np.concatenate([sub.row_lower, zeros]),
