@@ -72,6 +72,10 @@ def limits(cases: list[str], seconds: list[float]) -> int:
     return 1 if bad else 0
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupts(cases: list[str], moments: list[float]) -> int:
     """SIGINT each case's solve at each moment; 1 when an exit was late, not 130, or wrote a
     plan that does not verify."""
@@ -81,9 +85,11 @@ def interrupts(cases: list[str], moments: list[float]) -> int:
         for case in cases:
             for moment in moments:
                 out = Path(folder) / f"{case}-{moment:g}.json"
+                # a shell that started this benchmark in the background leaves SIGINT
+                # ignored, and the child would inherit that: give it the default back
                 child = subprocess.Popen(_solve([*CASES[case], "-o", str(out)]),
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         text=True)
+                                         text=True, preexec_fn=_default_sigint)
                 time.sleep(moment)
                 if child.poll() is not None:
                     print(f"{case:<20} {moment:>8g}s finished before the signal "

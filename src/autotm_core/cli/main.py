@@ -81,12 +81,20 @@ def _main(argv: Sequence[str] | None) -> int:
 
     def command() -> int:
         from autotm_core.cli.options import check_outputs
+        from autotm_core.solvers.highs import abandon_on_interrupt
 
         check_outputs(args)  # before any work, so that none is lost
-        return int(args.handler(args, console) or 0)
+        # Ctrl-C ends the command: a solver that does not stop within a second is left behind
+        with abandon_on_interrupt(ABANDON_SECONDS):
+            return int(args.handler(args, console) or 0)
 
     return run_reporting_errors(command, debug=args.debug)
 
+
+ABANDON_SECONDS = 1.0
+"""After Ctrl-C, a solve still running this long later is abandoned (see
+:func:`autotm_core.solvers.highs.abandon_on_interrupt`), so that the command exits within
+about two seconds with the best plan it holds."""
 
 RATIO_OPTIONS = ("--ratio", "--ratios", "--limit")
 """Options whose value may start with ``-`` (a negative ratio, to be refused by name)."""

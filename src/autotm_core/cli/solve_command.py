@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from rich.status import Status
 
     from autotm_core.ilp.search import SearchEvent
-    from autotm_core.planning import Comparison
+    from autotm_core.planning import Comparison, Outcome
 
 from autotm_core.cli.options import (
     add_command,
@@ -70,11 +70,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         outcome = plan(problem, args.formulation, settings, listener=_Progress(status))
         if args.output:
             save_plan(outcome.plan, args.output)
-        comparisons: Sequence[Comparison] = ()
-        if not outcome.interrupted:  # after Ctrl-C: report what was kept, and stop
-            status.update("computing the baselines")
-            comparisons = compare_baselines(problem, addresses=outcome.plan.has_offsets)
-    status_code = 130 if outcome.interrupted else 0
+        if outcome.interrupted:  # after Ctrl-C: say what was kept, and stop at once
+            return _interrupted(outcome, args, console)
+        status.update("computing the baselines")
+        comparisons: Sequence[Comparison] = compare_baselines(
+            problem, addresses=outcome.plan.has_offsets)
+    status_code = 0
     facts = solve_facts(outcome, comparisons, top=max(0, args.top))
     if args.output:
         facts["output"] = args.output
@@ -85,12 +86,27 @@ def run(args: argparse.Namespace, console: Console) -> int:
                                width=report_width(console)))
     if args.output:
         console.print(f"plan written to {args.output}")
-    if outcome.interrupted:
-        console.print("[bold red]interrupted[/] (Ctrl-C): the best verified plan found so far"
-                      + (" with addresses that fit" if outcome.plan.has_offsets else "")
-                      + " is the one reported" + (" and written" if args.output else ""),
-                      soft_wrap=True)
     return status_code
+
+
+def _interrupted(outcome: Outcome, args: argparse.Namespace, console: Console) -> int:
+    """After Ctrl-C: one short account of the plan kept (no baselines, no report: the user
+    asked to stop), and status 130."""
+    from autotm_core.units import format_seconds
+
+    kept = ("the best verified plan found so far"
+            + (" with addresses that fit" if outcome.plan.has_offsets else "")
+            + f" ({outcome.source}, {format_seconds(outcome.step_seconds)} per step)")
+    where = (f"written to {args.output}" if args.output
+             else "not written (give -o FILE to keep it)")
+    if args.json:
+        console.print_json(json.dumps({"interrupted": True, "source": outcome.source,
+                                       "step_seconds": outcome.step_seconds,
+                                       "plan_seconds": outcome.plan_seconds,
+                                       "output": args.output or None}))
+    else:
+        console.print(f"[bold red]interrupted[/] (Ctrl-C): {kept}, {where}", soft_wrap=True)
+    return 130
 
 
 class _Progress:

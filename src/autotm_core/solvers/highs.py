@@ -10,12 +10,14 @@ this thread waits, so Ctrl-C cancels it and the best solution so far is kept.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import math
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import attrs
@@ -107,13 +109,25 @@ cancelled as Ctrl-C would, keeping its best solution, and reported as out of tim
 OVERRUN_GRACE_SECONDS = 0.5
 
 
-ABANDON_AFTER_SECONDS = 1.5
-"""After Ctrl-C, a HiGHS solve still running this long after it was asked to stop is
-abandoned: some of its phases (presolve, symmetry detection, cut separation) never check
-for an interrupt, and Inception v4's synchronous MIP ran on for minutes after Ctrl-C (a
-MIP that does check stopped within 0.04-1.0 s at load 2-3). Its
-worker thread is a daemon: it cannot keep the process alive, but a later solve in the
-same process waits for it (HiGHS's own lock), so only a search that stops abandons one."""
+_abandon_after_seconds: float | None = None
+"""See :func:`abandon_on_interrupt` (``None``: wait until HiGHS stops)."""
+
+
+@contextlib.contextmanager
+def abandon_on_interrupt(seconds: float) -> Iterator[None]:
+    """Within the ``with`` body, a HiGHS solve still running ``seconds`` after Ctrl-C is
+    abandoned: reported interrupted without a solution while its worker thread (a daemon)
+    runs on. Some phases of HiGHS (presolve, symmetry detection, cut separation) never check
+    for an interrupt: Inception v4's synchronous MIP ran on for minutes after Ctrl-C, where
+    a MIP that does check stopped within 0.04-1.0 s at load 2-3. Only a process about to
+    exit may abandon a solve (the command line does): HiGHS holds one lock for every
+    instance in the process, so a later solve would wait for the abandoned one."""
+    global _abandon_after_seconds
+    saved, _abandon_after_seconds = _abandon_after_seconds, seconds
+    try:
+        yield
+    finally:
+        _abandon_after_seconds = saved
 
 
 @attrs.frozen
@@ -125,12 +139,14 @@ class _Run:
     overran: bool
     """It ran past its time limit by more than the grace, and was cancelled."""
     abandoned: bool
-    """It did not stop within :data:`ABANDON_AFTER_SECONDS` of Ctrl-C: nothing can be read."""
+    """It did not stop soon enough after Ctrl-C (:func:`abandon_on_interrupt`): nothing of
+    it can be read."""
 
 
 def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
     """Run HiGHS in its worker thread; on Ctrl-C, or past its time limit by more than the
-    grace, cancel it and wait (after Ctrl-C, no longer than :data:`ABANDON_AFTER_SECONDS`)."""
+    grace, cancel it and wait (after Ctrl-C, within :func:`abandon_on_interrupt`, no longer
+    than its seconds)."""
     interrupted_at: float | None = None
     overran = False
     highs.HandleUserInterrupt = True
@@ -150,7 +166,8 @@ def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
                 overran = True
             if overran or interrupted_at is not None:
                 highs.cancelSolve()  # again: a phase may start after the last request
-            if interrupted_at is not None and now - interrupted_at > ABANDON_AFTER_SECONDS:
+            if (interrupted_at is not None and _abandon_after_seconds is not None
+                    and now - interrupted_at > _abandon_after_seconds):
                 log.warning("HiGHS does not stop (a phase that checks for no interrupt): "
                             "its solve is abandoned")
                 return _Run(interrupted=True, overran=overran, abandoned=True)
