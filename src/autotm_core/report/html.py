@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from autotm_core.planning.breakdown import KindBreakdown
 from autotm_core.plans.model import Plan
 from autotm_core.report.figures import (
     figure_svg,
@@ -19,6 +20,7 @@ from autotm_core.report.figures import (
     memory_figure,
     tradeoff_figure,
 )
+from autotm_core.report.kinds_report import KINDS_NOTE, kinds_caption, kinds_rows
 from autotm_core.simulation import Simulation
 from autotm_core.sweep.price import PriceModel
 from autotm_core.sweep.results import SweepResults
@@ -41,10 +43,11 @@ figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 
 
 def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str = "",
-              comparisons: Sequence[Any] = ()) -> str:
+              comparisons: Sequence[Any] = (), breakdown: KindBreakdown | None = None) -> str:
     """The report of one simulated plan (``facts`` from ``simulation_facts``): what it is,
     how good it is (the solver's bound and gap where the plan records them, and every
-    baseline of ``comparisons`` at the same limits) and where its time goes."""
+    baseline of ``comparisons`` at the same limits), where each tensor kind went
+    (``breakdown``) and where its time goes."""
     heading = title or f"{sim.planner or 'plan'} for {sim.graph} on {sim.system}"
     limits = ", ".join(f"{pool} {format_bytes(n)}" for pool, n in plan.capacities.items()
                        if n is not None)
@@ -70,6 +73,7 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
         f"<h1>{_e(heading)}</h1>",
         _pairs(summary),
         *_against_baselines(facts["step_seconds"], comparisons),
+        *_by_kind(breakdown),
         "<h2>Memory over time</h2>",
         _figure(figure_svg(memory_figure(sim, plan)),
                 "Bytes in each pool at each kernel; dashed: capacity. Under each curve, a row of "
@@ -85,6 +89,16 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
         _table(["#", "kernel", "run", "sync moves before", "async moves"], kernels),
     ]
     return _page(heading, body)
+
+
+def _by_kind(breakdown: KindBreakdown | None) -> list[str]:
+    """A section with the plan's breakdown by tensor kind."""
+    if breakdown is None:
+        return []
+    header, rows = kinds_rows(breakdown)
+    return ["<h2>By tensor kind</h2>",
+            f"<p class='note'>{_e(kinds_caption(breakdown))}. {_e(KINDS_NOTE)}.</p>",
+            _table(header, rows, left=1)]
 
 
 def _solver_facts(plan: Plan) -> list[tuple[str, str]]:
