@@ -44,3 +44,15 @@ def test_workspace_larger_than_the_pool_names_the_kernel() -> None:
     check_workspace_fits(graph, 5000, pool="dram")
     with pytest.raises(CapacityError, match=r"'big'.*workspace.*'dram'"):
         check_workspace_fits(graph, 4999, pool="dram")
+
+
+@pytest.mark.parametrize("planner", ["greedy", "first-touch", "all-slow"])
+def test_every_baseline_refuses_a_graph_larger_than_the_pools_together(planner: str) -> None:
+    from autotm_core.errors import CapacityError
+    from autotm_core.planning import load_problem, plan
+
+    problem = load_problem("example:mlp", "optane-2019", limit="dram=1MiB,pmm=1MiB")
+    with pytest.raises(CapacityError, match="more than all the pools hold together") as info:
+        plan(problem, planner)
+    assert "dram 1.00 MiB + pmm 1.00 MiB = 2.00 MiB" in info.value.message
+    assert "--limit pmm=SIZE" in (info.value.hint or "")

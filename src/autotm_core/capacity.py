@@ -169,6 +169,34 @@ def with_fast_capacity(system: MemorySystem, capacity_nbytes: int | None) -> Mem
     return system.with_capacity(system.fast.name, capacity_nbytes)
 
 
+def check_pools_hold(graph: Graph, system: MemorySystem) -> None:
+    """Raise :class:`CapacityError` when, at some kernel, the bytes live (tensors and the
+    kernel's workspace) exceed what every pool of ``system`` holds together: no plan of any
+    planner exists then. A system with an unbounded pool always holds them."""
+    capacities = [p.capacity_nbytes for p in system.pools]
+    if not graph.kernels or any(c is None for c in capacities):
+        return
+    total = sum(int(c or 0) for c in capacities)
+    live = graph.liveness.live_nbytes
+    k = int(live.argmax())
+    need = int(live[k])
+    if need <= total:
+        return
+    pools = " + ".join(f"{p.name} {format_bytes(int(p.capacity_nbytes or 0))}"
+                       for p in system.pools)
+    raise CapacityError(
+        f"no plan fits: at kernel {graph.kernels[k].name!r} (#{k}) {format_bytes(need)} "
+        f"({need:,} bytes) are live (tensors and workspace), more than all the pools hold "
+        f"together: {pools} = {format_bytes(total)} ({total:,} bytes), "
+        f"{format_bytes(need - total)} short",
+        hint=f"give the pools at least {format_bytes(need - total)} ({need - total:,} bytes) "
+             "more between them: raise a "
+             f"slower pool's limit (--limit {system.pools[-1].name}=SIZE; a pool not named keeps "
+             "the system's capacity), plan on a memory system with more memory, or plan a "
+             "smaller step (a smaller batch)",
+    )
+
+
 def check_workspace_fits(graph: Graph, capacity_nbytes: int | None, *, pool: str) -> None:
     """Raise :class:`CapacityError` when some kernel's workspace alone overflows the fast pool.
 
