@@ -10,6 +10,7 @@ from rich.console import Console
 from autotm_core.cli.options import (
     add_command,
     add_ilp_options,
+    add_insist,
     add_json,
     add_point,
 )
@@ -33,12 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default static,synchronous,first-touch,greedy,2lm)")
     parser.add_argument("--solvers", default="highs", metavar="LIST",
                         help="ILP solvers to compare, comma-separated (default highs)")
+    add_insist(parser)
     add_json(parser, "the results")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from autotm_core.cli.options import ilp_settings, limit_of, split
+    from autotm_core.cli.options import check_limits, ilp_settings, limit_of, split
     from autotm_core.planning import get_planner, load_problem
     from autotm_core.planning.breakdown import KindBreakdown, plan_breakdown
     from autotm_core.report.sweep_report import compare_facts, render_compare
@@ -46,6 +48,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     settings = ilp_settings(args)
     limit = str(limit_of(args))
+    check_limits(load_problem(args.graph, args.system, limit=limit), insist=args.insist)
     points = []
     for name in split(args.planners):
         planner = get_planner(name)
