@@ -137,3 +137,14 @@ def test_a_shape_error_is_one_error_without_torchs_log(tmp_path, monkeypatch, ca
     assert "error: cannot capture Sequential: RuntimeError:" in err
     assert "fake_tensor.py" not in err and "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 2, err  # the error and its hint
+
+
+def test_the_graph_records_the_device_it_was_captured_for(tmp_path, capsys):
+    out = tmp_path / "graph.json"
+    assert main(["import", "torch", f"{MODELS}:mlp_factory", "-o", str(out)]) == 0
+    assert load_graph(out).captured_for == "cpu"
+    capsys.readouterr()
+    assert main(["baseline", str(out), "--system", "gpu-h200", "--planner", "greedy",
+                 "--ratio", "1:1"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "was captured for cpu but is planned on gpu-h200 (cuda)" in err

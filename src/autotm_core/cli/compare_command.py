@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from autotm_core.cli.options import check_limits, ilp_settings, limit_of, split
+    from autotm_core.cli.options import check_point, ilp_settings, limit_of, split
     from autotm_core.planning import get_planner, load_problem
     from autotm_core.planning.breakdown import KindBreakdown, plan_breakdown
     from autotm_core.report.sweep_report import compare_facts, render_compare
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     settings = ilp_settings(args)
     limit = str(limit_of(args))
-    check_limits(load_problem(args.graph, args.system, limit=limit), insist=args.insist)
+    check_point(load_problem(args.graph, args.system, limit=limit), insist=args.insist)
     points = []
     for name in split(args.planners):
         planner = get_planner(name)

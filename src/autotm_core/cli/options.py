@@ -188,7 +188,7 @@ def problem_of(args: argparse.Namespace) -> Problem:
 
     problem = load_problem(args.graph, args.system, limit=limit_of(args),
                            costs_path=getattr(args, "costs", None))
-    check_limits(problem, insist=bool(getattr(args, "insist", False)))
+    check_point(problem, insist=bool(getattr(args, "insist", False)))
     return problem
 
 
@@ -197,20 +197,22 @@ INSIST_HINT = ("give a limit the pool can hold, or add --insist to plan for the 
 """What to do about a limit above a pool's capacity."""
 
 
-def check_limits(problem: Problem, *, insist: bool) -> None:
+def check_point(problem: Problem, *, insist: bool) -> None:
     """One :class:`UsageError` when the limit gives a pool more than the system's own
     capacity (``--fast-capacity 200GiB`` on a 141 GB GPU); with ``insist``, a one-line
-    warning on standard error instead."""
+    warning on standard error instead. A warning too when the graph was captured for
+    another kind of device than the system's."""
     from autotm_core.capacity import over_capacity
     from autotm_core.errors import UsageError
+    from autotm_core.memory import capture_mismatch
 
     beyond = over_capacity(problem.limit, problem.graph, problem.system)
-    if not beyond:
-        return
-    if not insist:
+    if beyond and not insist:
         more = f" (and {len(beyond) - 1} more)" if len(beyond) > 1 else ""
         raise UsageError(beyond[0] + more, hint=INSIST_HINT)
-    warn([f"{text}: planned anyway (--insist)" for text in beyond])
+    mismatch = capture_mismatch(problem.graph, problem.system)
+    warn([f"{text}: planned anyway (--insist)" for text in beyond]
+         + ([mismatch] if mismatch else []))
 
 
 def warn(lines: list[str]) -> None:

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                          hint="e.g. --price-ratio 2.1 (DRAM costs 2.1 times PMM per byte)")
     points = _grid_points(args) if args.grid else _points(args)
     if not args.scheduler:  # a cluster's graphs may be too big to load here
-        _warn_over_capacity(points)
+        _warn_beyond_the_system(points)
     if args.html or args.plot:
         from autotm_core.report.figures import pyplot
 
@@ -124,11 +124,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 130 if results.interrupted else 0
 
 
-def _warn_over_capacity(points: list[Any]) -> None:
+def _warn_beyond_the_system(points: list[Any]) -> None:
     """A warning line for each graph and limit that gives a pool more than the system's own
-    capacity (a sweep plans such points, as what-ifs, rather than refuse them)."""
+    capacity (a sweep plans such points, as what-ifs, rather than refuse them), and for each
+    graph captured for another kind of device than the system's."""
     from autotm_core.capacity import over_capacity
     from autotm_core.cli.options import warn
+    from autotm_core.memory import capture_mismatch
     from autotm_core.planning import load_problem
 
     seen: dict[tuple[str, str, str], None] = {}
@@ -139,6 +141,9 @@ def _warn_over_capacity(points: list[Any]) -> None:
         problem = load_problem(graph, system, limit=limit)
         lines += [f"{graph}: {text} (a what-if: the plan does not fit this hardware)"
                   for text in over_capacity(problem.limit, problem.graph, problem.system)]
+        mismatch = capture_mismatch(problem.graph, problem.system)
+        if mismatch and mismatch not in lines:
+            lines.append(mismatch)
     warn(lines)
 
 
