@@ -32,6 +32,8 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
+td.l { white-space: normal; }
+.wide { overflow-x: auto; max-width: 100%; }
 tr.knee td { background: #fff3c4; font-weight: bold; }
 tr.best td { background: #d9f2d9; }
 .swatch { padding: 0 0.4em; }
@@ -190,7 +192,7 @@ def sweep_html(results: SweepResults, *, price: PriceModel, budget: float | None
     body.append("<p class='note'>Highlighted rows: " + "; ".join(marks) + ".</p>")
     body.append(_table(["graph", "planner", "limit", "fast memory", "slowdown", "step",
                         "moved", "memory cost", "plan time", "gap", "status"], rows,
-                       row_classes=classes, left=2))
+                       row_classes=classes, left=3))
     return _page(heading, body)
 
 
@@ -215,15 +217,22 @@ def _figure(svg: str, caption: str) -> str:
 
 
 def _pairs(rows: Sequence[tuple[str, str]]) -> str:
-    return "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td>{_e(v)}</td></tr>"
+    return "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td class='l'>{_e(v)}</td></tr>"
                                for k, v in rows) + "</table>"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *,
            row_classes: Sequence[str] = (), left: int = 2) -> str:
+    """A table in a box that scrolls sideways when the window is narrower than it (nothing is
+    cut); its first ``left`` columns are names, which may wrap after a comma, colon or
+    slash (``hbm=4:1,dram=4:1``, ``zoo:resnet50:batch=8``); numbers never wrap."""
     def cell(i: int, text: str, tag: str) -> str:
-        cls = " class='l'" if i < left else ""
-        return f"<{tag}{cls}>{_e(text)}</{tag}>"
+        if i >= left:
+            return f"<{tag}>{_e(text)}</{tag}>"
+        breakable = _e(text)
+        for mark in (",", ":", "/"):
+            breakable = breakable.replace(mark, mark + "<wbr>")
+        return f"<{tag} class='l'>{breakable}</{tag}>"
 
     head = "<tr>" + "".join(cell(i, h, "th") for i, h in enumerate(header)) + "</tr>"
     lines = []
@@ -232,7 +241,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *,
         attr = f" class='{cls}'" if cls else ""
         lines.append(f"<tr{attr}>" + "".join(cell(i, c, "td") for i, c in enumerate(row))
                      + "</tr>")
-    return "<table>" + head + "".join(lines) + "</table>"
+    return "<div class='wide'><table>" + head + "".join(lines) + "</table></div>"
 
 
 def _e(text: object) -> str:
