@@ -56,3 +56,33 @@ def test_every_baseline_refuses_a_graph_larger_than_the_pools_together(planner: 
         plan(problem, planner)
     assert "dram 1.00 MiB + pmm 1.00 MiB = 2.00 MiB" in info.value.message
     assert "--limit pmm=SIZE" in (info.value.hint or "")
+
+
+def test_a_graph_without_kernels_is_refused_before_planning() -> None:
+    from autotm_core import GraphBuilder
+    from autotm_core.errors import GraphError
+    from autotm_core.planning import load_problem
+
+    b = GraphBuilder("no-kernels")
+    b.tensor("w", nbytes=4096, kind="parameter")
+    graph = b.build()  # a legal graph: info shows it
+    with pytest.raises(GraphError, match="'no-kernels' has no kernels: there is no step"):
+        load_problem(graph, "optane-2019", limit="1:1")
+
+
+def test_an_unknown_ops_flops_are_warned_of_once_per_graph(caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    from autotm_core import GraphBuilder
+    from autotm_core.planning import load_problem, plan
+
+    b = GraphBuilder("scan")
+    x = b.tensor("x", shape=(64, 1024), dtype="float32", kind="input")
+    y = b.tensor("y", shape=(64, 1024), dtype="float32", kind="output")
+    b.kernel("c", op="some_scan", inputs=[x], outputs=[y])
+    with caplog.at_level(logging.WARNING, logger="autotm_core.costs"):
+        problem = load_problem(b.build(), "optane-2019", limit="1:1")
+        plan(problem, "2lm")  # the cache model prices compute with a roofline of its own
+        plan(problem, "greedy")
+    warnings = [r for r in caplog.records if "op kind 'some_scan'" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
