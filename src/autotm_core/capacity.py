@@ -176,6 +176,7 @@ def over_capacity(limit: Limit, graph: Graph, system: MemorySystem) -> list[str]
     larger than the hardware's is a what-if, not a plan that runs there."""
     out = []
     peak = int(graph.liveness.peak_nbytes)
+    limit.capacities(graph, system)  # a pool the system lacks: the usage error it always was
     for part in limit.parts:
         name = system.fast.name if part.pool is None else part.pool
         own = system.pool(name).capacity_nbytes

@@ -130,6 +130,7 @@ def _warn_beyond_the_system(points: list[Any]) -> None:
     graph captured for another kind of device than the system's."""
     from autotm_core.capacity import over_capacity
     from autotm_core.cli.options import warn
+    from autotm_core.errors import AutotmError
     from autotm_core.memory import capture_mismatch
     from autotm_core.planning import load_problem
 
@@ -138,9 +139,13 @@ def _warn_beyond_the_system(points: list[Any]) -> None:
         seen.setdefault((p.graph, p.system, p.limit), None)
     lines = []
     for graph, system, limit in seen:
-        problem = load_problem(graph, system, limit=limit)
+        try:
+            problem = load_problem(graph, system, limit=limit)
+            beyond = over_capacity(problem.limit, problem.graph, problem.system)
+        except AutotmError:  # the sweep itself reports what is wrong with the point, its way
+            continue
         lines += [f"{graph}: {text} (a what-if: the plan does not fit this hardware)"
-                  for text in over_capacity(problem.limit, problem.graph, problem.system)]
+                  for text in beyond]
         mismatch = capture_mismatch(problem.graph, problem.system)
         if mismatch and mismatch not in lines:
             lines.append(mismatch)
