@@ -44,3 +44,45 @@ def test_workspace_larger_than_the_pool_names_the_kernel() -> None:
     check_workspace_fits(graph, 5000, pool="dram")
     with pytest.raises(CapacityError, match=r"'big'.*workspace.*'dram'"):
         check_workspace_fits(graph, 4999, pool="dram")
+
+
+@pytest.mark.parametrize("planner", ["greedy", "first-touch", "all-slow"])
+def test_every_baseline_refuses_a_graph_larger_than_the_pools_together(planner: str) -> None:
+    from autotm_core.errors import CapacityError
+    from autotm_core.planning import load_problem, plan
+
+    problem = load_problem("example:mlp", "optane-2019", limit="dram=1MiB,pmm=1MiB")
+    with pytest.raises(CapacityError, match="more than all the pools hold together") as info:
+        plan(problem, planner)
+    assert "dram 1.00 MiB + pmm 1.00 MiB = 2.00 MiB" in info.value.message
+    assert "--limit pmm=SIZE" in (info.value.hint or "")
+
+
+def test_a_graph_without_kernels_is_refused_before_planning() -> None:
+    from autotm_core import GraphBuilder
+    from autotm_core.errors import GraphError
+    from autotm_core.planning import load_problem
+
+    b = GraphBuilder("no-kernels")
+    b.tensor("w", nbytes=4096, kind="parameter")
+    graph = b.build()  # a legal graph: info shows it
+    with pytest.raises(GraphError, match="'no-kernels' has no kernels: there is no step"):
+        load_problem(graph, "optane-2019", limit="1:1")
+
+
+def test_an_unknown_ops_flops_are_warned_of_once_per_graph(caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    from autotm_core import GraphBuilder
+    from autotm_core.planning import load_problem, plan
+
+    b = GraphBuilder("scan")
+    x = b.tensor("x", shape=(64, 1024), dtype="float32", kind="input")
+    y = b.tensor("y", shape=(64, 1024), dtype="float32", kind="output")
+    b.kernel("c", op="some_scan", inputs=[x], outputs=[y])
+    with caplog.at_level(logging.WARNING, logger="autotm_core.costs"):
+        problem = load_problem(b.build(), "optane-2019", limit="1:1")
+        plan(problem, "2lm")  # the cache model prices compute with a roofline of its own
+        plan(problem, "greedy")
+    warnings = [r for r in caplog.records if "op kind 'some_scan'" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]

@@ -80,3 +80,23 @@ def test_round_up_and_format() -> None:
     assert format_bytes(1536) == "1.50 KiB"
     assert format_bytes(100) == "100 B"
     assert format_bytes(3 * 1024**5) == "3072.00 TiB"
+
+
+def test_sizes_near_the_limit_are_compared_exactly() -> None:
+    # a float rounds 2^60 + 1 down to 2^60 (accepted, and planned as 2^60 bytes), while
+    # 2^60 + 256 rounds up and was refused
+    assert parse_size(str(2**60)) == 2**60
+    for text in (str(2**60 + 1), str(2**60 + 256), "1048576.0000001TiB"):
+        with pytest.raises(UsageError, match="more than the 2"):
+            parse_size(text)
+    assert parse_size("1048576TiB") == 2**60
+    assert parse_size("9007199254740993") == 9007199254740993  # 2^53 + 1, kept whole
+
+
+@pytest.mark.parametrize(("rate", "text"), [
+    (2e10, "20.0 GB/s"), (1e9, "1.0 GB/s"), (8.36e6, "8.36 MB/s"), (8160.0, "8.16 kB/s"),
+    (12.0, "12 B/s"), (0.0, "0 B/s")])
+def test_small_rates_keep_their_digits(rate: float, text: str) -> None:
+    from autotm_core.units import format_bandwidth
+
+    assert format_bandwidth(rate) == text

@@ -4,8 +4,8 @@ A limit is written one of three ways, the same on the command line, in a sweep
 and in a grid file:
 
 - a size, ``"16GiB"``, ``"512MiB"`` or a number of bytes: the fastest pool holds that;
-- a PMM:DRAM ratio written as the paper writes it, ``"4:1"``: the fastest pool holds
-  the graph's peak live bytes / (ratio + 1), as AutoTM;
+- a slow:fast ratio (PMM:DRAM as the paper writes it; host:HBM on a GPU), ``"4:1"``: the
+  fastest pool holds the graph's peak live bytes / (ratio + 1), as AutoTM;
 - per pool, ``"hbm=4:1,dram=64GiB"``: each named pool gets a size or a ratio (a
   ratio again over the graph's peak live bytes); pools not named keep the system's
   own capacity.
@@ -25,13 +25,14 @@ from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.units import fast_capacity_for_ratio, format_bytes, parse_ratio, parse_size
 
-LIMIT_HINT = "write a size (16GiB), a PMM:DRAM ratio (4:1) or per-pool limits (hbm=4:1,dram=64GiB)"
+LIMIT_HINT = ("write a size (16GiB), a slow:fast ratio (4:1) or per-pool limits "
+              "(hbm=4:1,dram=64GiB)")
 """What a limit may look like, for error hints."""
 
 
 @attrs.frozen
 class PoolLimit:
-    """The limit of one pool: a size, or a PMM:DRAM ratio over the graph's peak live bytes."""
+    """The limit of one pool: a size, or a slow:fast ratio over the graph's peak live bytes."""
 
     pool: str | None
     """The pool's name; ``None`` for the fastest pool, whatever it is called."""
@@ -102,7 +103,7 @@ class Limit:
         """The limit of ``--fast-capacity``, ``--ratio`` or ``--limit`` (at most one given)."""
         given = [v for v in (nbytes, ratio, pools) if v is not None]
         if len(given) > 1:
-            raise UsageError("give one limit: a fast-memory capacity, a PMM:DRAM ratio or "
+            raise UsageError("give one limit: a fast-memory capacity, a slow:fast ratio or "
                              "per-pool limits, not several",
                              hint="e.g. --fast-capacity 16GiB, --ratio 4:1, or "
                              "--limit hbm=4:1,dram=4:1")
@@ -153,7 +154,7 @@ def fast_capacity(
 ) -> int | None:
     """The fast-pool limit in bytes that ``nbytes`` or ``ratio`` asks for (``None``: neither given).
 
-    ``ratio`` is PMM:DRAM, e.g. ``"4:1"``; the limit is the graph's peak live
+    ``ratio`` is slow:fast memory (PMM:DRAM), e.g. ``"4:1"``; the limit is the graph's peak live
     bytes (tensors plus workspace) divided by ``ratio + 1``.
     """
     limit = Limit.from_options(nbytes=nbytes, ratio=ratio)
@@ -167,6 +168,60 @@ def with_fast_capacity(system: MemorySystem, capacity_nbytes: int | None) -> Mem
     if capacity_nbytes is None:
         return system
     return system.with_capacity(system.fast.name, capacity_nbytes)
+
+
+def over_capacity(limit: Limit, graph: Graph, system: MemorySystem) -> list[str]:
+    """What ``limit`` asks of ``system`` beyond its pools' own capacities, one sentence per
+    pool, with what would fit (empty: every limit is within its pool). A plan for a pool
+    larger than the hardware's is a what-if, not a plan that runs there."""
+    out = []
+    peak = int(graph.liveness.peak_nbytes)
+    limit.capacities(graph, system)  # a pool the system lacks: the usage error it always was
+    for part in limit.parts:
+        name = system.fast.name if part.pool is None else part.pool
+        own = system.pool(name).capacity_nbytes
+        nbytes = part.resolve(peak)
+        if own is None or nbytes <= own:
+            continue
+        if part.ratio is None:
+            text = f"a limit of {format_bytes(nbytes)} ({nbytes:,} bytes) on pool {name!r}"
+        else:
+            text = (f"limit {part} gives pool {name!r} {format_bytes(nbytes)} ({nbytes:,} "
+                    f"bytes: peak live {format_bytes(peak)} / {part.ratio + 1})")
+        text += f" is more than the {format_bytes(own)} ({own:,} bytes) it has on {system.name}"
+        if part.ratio is not None:
+            least = -(-peak // own) - 1  # the smallest whole slow:fast ratio that fits
+            text += f"; a ratio of at least {least}:1 fits"
+        out.append(text)
+    return out
+
+
+def check_pools_hold(graph: Graph, system: MemorySystem) -> None:
+    """Raise :class:`CapacityError` when, at some kernel, the bytes live (tensors and the
+    kernel's workspace) exceed what every pool of ``system`` holds together: no plan of any
+    planner exists then. A system with an unbounded pool always holds them."""
+    capacities = [p.capacity_nbytes for p in system.pools]
+    if not graph.kernels or any(c is None for c in capacities):
+        return
+    total = sum(int(c or 0) for c in capacities)
+    live = graph.liveness.live_nbytes
+    k = int(live.argmax())
+    need = int(live[k])
+    if need <= total:
+        return
+    pools = " + ".join(f"{p.name} {format_bytes(int(p.capacity_nbytes or 0))}"
+                       for p in system.pools)
+    raise CapacityError(
+        f"no plan fits: at kernel {graph.kernels[k].name!r} (#{k}) {format_bytes(need)} "
+        f"({need:,} bytes) are live (tensors and workspace), more than all the pools hold "
+        f"together: {pools} = {format_bytes(total)} ({total:,} bytes), "
+        f"{format_bytes(need - total)} short",
+        hint=f"give the pools at least {format_bytes(need - total)} ({need - total:,} bytes) "
+             "more between them: raise a "
+             f"slower pool's limit (--limit {system.pools[-1].name}=SIZE; a pool not named keeps "
+             "the system's capacity), plan on a memory system with more memory, or plan a "
+             "smaller step (a smaller batch)",
+    )
 
 
 def check_workspace_fits(graph: Graph, capacity_nbytes: int | None, *, pool: str) -> None:

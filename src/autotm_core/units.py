@@ -1,4 +1,4 @@
-"""Parsing and printing of byte sizes, bandwidths, PMM:DRAM ratios and named choices.
+"""Parsing and printing of byte sizes, bandwidths, slow:fast ratios and named choices.
 
 Conventions: sizes are integers in bytes (``nbytes``), times are floats in
 seconds, bandwidths are floats in bytes per second. ``GiB``/``MiB``/``KiB`` are
@@ -65,10 +65,10 @@ def parse_size(text: str | int | float) -> int:
             hint="write a number and a unit, e.g. 16GiB, 1.5GB, 512MiB or 4096",
         )
     number, unit = match.group(1), match.group(2).lower()
-    if _SIZE_UNITS[unit] == 1 and not float(number).is_integer():
+    value = Fraction(number) * _SIZE_UNITS[unit]  # exact: a float rounds 2^60 + 1 to 2^60
+    if _SIZE_UNITS[unit] == 1 and value.denominator != 1:
         raise UsageError(f"size {text!r} is not a whole number of bytes",
                          hint=f"give bytes as a whole number, or a unit: e.g. {number}GiB")
-    value = float(number) * _SIZE_UNITS[unit]
     if not value <= MAX_SIZE_NBYTES:
         raise UsageError(f"size {text!r} is more than the 2^60 bytes (1 EiB) autotm-core "
                          "plans", hint="give a size in bytes or with a unit, e.g. 16GiB")
@@ -76,7 +76,7 @@ def parse_size(text: str | int | float) -> int:
 
 
 def parse_ratio(text: str) -> Fraction:
-    """Parse a PMM:DRAM ratio ``"4:1"`` into slow/fast as a fraction (here 4).
+    """Parse a slow:fast (PMM:DRAM) ratio ``"4:1"`` into slow/fast as a fraction (here 4).
 
     The paper writes ratios slow memory first: 1:1, 4:1, 8:1. ``"0:1"`` means
     all in fast memory.
@@ -100,7 +100,7 @@ def parse_ratio(text: str) -> Fraction:
 
 
 def fast_capacity_for_ratio(peak_nbytes: int, ratio: Fraction) -> int:
-    """The fast-memory limit for PMM:DRAM ``ratio``: peak / (ratio + 1), as AutoTM."""
+    """The fast-memory limit for slow:fast ``ratio``: peak / (ratio + 1), as AutoTM."""
     return int(Fraction(peak_nbytes) / (ratio + 1))
 
 
@@ -131,8 +131,15 @@ def format_seconds(seconds: float) -> str:
 
 
 def format_bandwidth(bytes_per_second: float) -> str:
-    """Bandwidth in GB/s (decimal, as datasheets print it)."""
-    return f"{bytes_per_second / 1e9:.1f} GB/s"
+    """Bandwidth in decimal units, as datasheets print it: ``20.0 GB/s`` from 1 GB/s up,
+    three significant figures in MB/s, kB/s or B/s below (``8.16 KiB`` copied in a
+    millisecond is ``8.36 MB/s``, not ``0.0 GB/s``)."""
+    if bytes_per_second >= 1e9 or not math.isfinite(bytes_per_second):
+        return f"{bytes_per_second / 1e9:.1f} GB/s"
+    for scale, unit in ((1e6, "MB/s"), (1e3, "kB/s")):
+        if bytes_per_second >= scale:
+            return f"{bytes_per_second / scale:.3g} {unit}"
+    return f"{bytes_per_second:.3g} B/s"
 
 
 def parse_choice(kind: type[Choice], value: Choice | str, *, what: str) -> Choice:

@@ -45,7 +45,7 @@ def _one_error(run: Run, status: int, part: str) -> None:
     (["sweep", "example:mlp", "--system", "optane-2019", "--planners", "fastest"],
      "no planner called 'fastest'"),
     (["sweep", "example:mlp", "--system", "optane-2019", "--ratios", "1:1,4-1"],
-     "--ratios: '4-1' is not a PMM:DRAM ratio"),
+     "--ratios: '4-1' is not a slow:fast ratio"),
     (["info", "zoo:resnet9000"], "the zoo has no network 'resnet9000'"),
     (["info", "zoo:resnet50:batchsize=2"], "has no option 'batchsize'"),
     (["info", "nosuch:thing"], "no frontend called 'nosuch' is installed"),

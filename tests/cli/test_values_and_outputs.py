@@ -140,7 +140,7 @@ def test_a_bare_built_in_name_says_how_to_write_it(capsys: pytest.CaptureFixture
 
 def test_sweep_ratios_must_be_ratios(capsys: pytest.CaptureFixture[str]) -> None:
     run = _run(capsys, "sweep", "example:mlp", "--system", "optane-2019", "--ratios", "1:1,4-1")
-    _refused(run, 2, "--ratios: '4-1' is not a PMM:DRAM ratio", "--capacities")
+    _refused(run, 2, "--ratios: '4-1' is not a slow:fast ratio", "--capacities")
 
 
 def test_verify_against_the_wrong_graph_lists_the_first_problems(

@@ -54,3 +54,22 @@ def test_command_line_options_give_one_limit() -> None:
     with pytest.raises(UsageError, match="not a ratio") as info:
         Limit.from_options(ratio="dram=4:1")
     assert "--limit" in (info.value.hint or "")
+
+
+def test_zero_to_one_is_the_peak_which_only_perfect_packing_fills() -> None:
+    """docs/user-guide.md: why a plan at 0:1 can be a little slower than all-fast."""
+    from autotm_core.planning import load_problem, plan
+    from autotm_core.planning.breakdown import outcome_breakdown
+    from autotm_core.units import round_up
+
+    problem = load_problem("example:cnn", "optane-2019", limit="0:1")
+    assert problem.fast_capacity_nbytes == problem.peak_nbytes
+    live = problem.graph.liveness
+    rounded = max(sum(round_up(int(live.nbytes[t])) for t in live.live_at(k))
+                  + round_up(int(live.workspace_nbytes[k])) for k in range(live.n_kernels))
+    assert rounded > problem.peak_nbytes  # what the ILPs' page rounding cannot fit
+    assert plan(problem, "greedy").slowdown == pytest.approx(1.0)
+    first_touch = plan(problem, "first-touch")
+    assert first_touch.slowdown is not None and first_touch.slowdown > 1.0
+    slow = sum(u.kept_nbytes[1] for u in outcome_breakdown(first_touch).uses)
+    assert 0 < slow <= 2**20  # one gradient left without a free block

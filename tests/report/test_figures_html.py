@@ -130,3 +130,16 @@ def test_plot_html_says_how_good_the_plan_is(tmp_path: Path) -> None:
                   "Against the baselines", "first-touch", "greedy", "2lm", "this plan"):
         assert words in text, words
     _self_contained(page.read_text())
+
+
+def test_the_sweep_table_scrolls_and_wraps_names_instead_of_being_cut(tmp_path: Path) -> None:
+    results = run_sweep(sweep_points(graphs=["example:cnn"], system="hbm-dram-cxl",
+                                     planners=["first-touch"],
+                                     limits=["hbm=4:1,dram=4:1", "hbm=1:1"]))
+    text = sweep_html(results, price=PriceModel())
+    tables = re.findall(r"<table>.*?</table>", text)
+    points = next(t for t in tables if "status" in t)
+    assert f"<div class='wide'>{points}</div>" in text  # scrolls sideways, never cut
+    assert "hbm=4:<wbr>1,<wbr>dram=4:<wbr>1" in points  # a long limit may wrap
+    assert ".wide { overflow-x: auto" in text and "td.l { white-space: normal; }" in text
+    assert "<td>73.8%</td>" in points and "<td>ok" in points  # numbers: plain, unwrapped

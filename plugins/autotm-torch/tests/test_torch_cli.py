@@ -95,3 +95,56 @@ def test_debug_shows_the_traceback_of_a_frontend_error(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert "Traceback" in err and "torch_models.py" in err  # down to the model's own line
     assert "error: cannot capture DataDependent" in err
+
+
+_BROKEN = '''
+import torch
+{module_import}
+
+def make(batch_size=4):
+    {factory_import}
+    model = torch.nn.Sequential(torch.nn.Linear(10, 20), torch.nn.Linear({width}, 5))
+    return model, (torch.randn(batch_size, 10),), torch.nn.functional.mse_loss
+'''
+
+
+def _broken(tmp_path, *, module_import="", factory_import="", width=20):
+    path = tmp_path / "broken_models.py"
+    path.write_text(_BROKEN.format(module_import=module_import, factory_import=factory_import,
+                                   width=width))
+    return path
+
+
+@pytest.mark.parametrize("where", ["module", "factory"])
+def test_a_missing_import_in_the_factory_names_the_module_to_install(where, tmp_path,
+                                                                     monkeypatch, capsys):
+    line = "import timmm_not_installed"
+    path = _broken(tmp_path, **{f"{where}_import": line})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "broken_models", raising=False)
+    for spec in (f"{path}:make", "broken_models:make"):
+        assert main(["info", f"torch:{spec}"]) == 1
+        err = " ".join(capsys.readouterr().err.split())
+        assert "it imports 'timmm_not_installed', which is not installed here" in err, err
+        assert "pip install timmm_not_installed" in err
+        assert "package.module:function" not in err  # the spec was right
+
+
+def test_a_shape_error_is_one_error_without_torchs_log(tmp_path, monkeypatch, capfd):
+    path = _broken(tmp_path, width=30)
+    assert main(["info", f"torch:{path}:make"]) == 1
+    err = capfd.readouterr().err
+    assert "error: cannot capture Sequential: RuntimeError:" in err
+    assert "fake_tensor.py" not in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 2, err  # the error and its hint
+
+
+def test_the_graph_records_the_device_it_was_captured_for(tmp_path, capsys):
+    out = tmp_path / "graph.json"
+    assert main(["import", "torch", f"{MODELS}:mlp_factory", "-o", str(out)]) == 0
+    assert load_graph(out).captured_for == "cpu"
+    capsys.readouterr()
+    assert main(["baseline", str(out), "--system", "gpu-h200", "--planner", "greedy",
+                 "--ratio", "1:1"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "was captured for cpu but is planned on gpu-h200 (cuda)" in err

@@ -11,7 +11,7 @@ import numpy as np
 
 from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.baselines.tables import AllowedConfigs, allowed_configs
-from autotm_core.capacity import check_workspace_fits, with_fast_capacity
+from autotm_core.capacity import check_pools_hold, check_workspace_fits, with_fast_capacity
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import CapacityError, GraphError
 from autotm_core.ir import Graph
@@ -75,6 +75,7 @@ def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None
     limited = with_fast_capacity(system, fast_capacity_nbytes)
     capacity = limited.fast.capacity_nbytes
     check_workspace_fits(graph, capacity, pool=limited.fast.name)
+    check_pools_hold(graph, limited)
     live = graph.liveness
     fast = limited.fast.name
     pools_of = allowed_pools(graph, limited)

@@ -12,6 +12,7 @@ from rich.table import Table
 from autotm_core.cli.options import (
     add_command,
     add_costs,
+    add_insist,
     add_json,
     add_output,
     add_point,
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="2lm: lines per set, LRU (default 1: direct-mapped, as the hardware)")
     parser.add_argument("--cold", action="store_true",
                         help="2lm: start from an empty cache instead of a warmed one")
+    add_insist(parser)
     add_top(parser)
     add_json(parser)
     parser.set_defaults(handler=run)

@@ -37,16 +37,17 @@ def add_system(parser: argparse.ArgumentParser, *, required: bool = True,
 
 
 def add_limit(parser: argparse.ArgumentParser, *, required: bool) -> None:
-    """``--fast-capacity SIZE``, ``--ratio PMM:DRAM`` or ``--limit POOL=LIMIT,...`` (one)."""
+    """``--fast-capacity SIZE``, ``--ratio SLOW:FAST`` or ``--limit POOL=LIMIT,...`` (one)."""
     limit = parser.add_mutually_exclusive_group(required=required)
     own = "" if required else " (default: the system's own capacities)"
     limit.add_argument("--fast-capacity", metavar="SIZE",
                        help=f"limit of the fastest pool, e.g. 16GiB, 512MiB{own}")
-    limit.add_argument("--ratio", metavar="PMM:DRAM",
-                       help="limit the fastest pool to peak live bytes / (PMM/DRAM + 1), "
-                       "e.g. 4:1")
+    limit.add_argument("--ratio", metavar="SLOW:FAST",
+                       help="limit the fastest pool to peak live bytes / (SLOW/FAST + 1): "
+                       "slow:fast memory, e.g. 4:1 (PMM:DRAM on Optane, host:HBM on a GPU); "
+                       "0:1 is the peak live bytes")
     limit.add_argument("--limit", metavar="POOL=LIMIT,...",
-                       help="per-pool limits, each a size or a PMM:DRAM ratio, e.g. "
+                       help="per-pool limits, each a size or a slow:fast ratio, e.g. "
                        "hbm=4:1,dram=4:1")
 
 
@@ -180,11 +181,55 @@ def limit_of(args: argparse.Namespace) -> Limit:
 
 
 def problem_of(args: argparse.Namespace) -> Problem:
-    """The :class:`~autotm_core.planning.Problem` of GRAPH, --system, the limit and --costs."""
+    """The :class:`~autotm_core.planning.Problem` of GRAPH, --system, the limit and --costs;
+    a limit above a pool's own capacity is refused unless ``--insist`` (see
+    :func:`check_limits`)."""
     from autotm_core.planning import load_problem
 
-    return load_problem(args.graph, args.system, limit=limit_of(args),
-                        costs_path=getattr(args, "costs", None))
+    problem = load_problem(args.graph, args.system, limit=limit_of(args),
+                           costs_path=getattr(args, "costs", None))
+    check_point(problem, insist=bool(getattr(args, "insist", False)))
+    return problem
+
+
+INSIST_HINT = ("give a limit the pool can hold, or add --insist to plan for the larger pool "
+               "anyway (a what-if: such a plan does not fit this hardware)")
+"""What to do about a limit above a pool's capacity."""
+
+
+def check_point(problem: Problem, *, insist: bool) -> None:
+    """One :class:`UsageError` when the limit gives a pool more than the system's own
+    capacity (``--fast-capacity 200GiB`` on a 141 GB GPU); with ``insist``, a one-line
+    warning on standard error instead. A warning too when the graph was captured for
+    another kind of device than the system's."""
+    from autotm_core.capacity import over_capacity
+    from autotm_core.errors import UsageError
+    from autotm_core.memory import capture_mismatch
+
+    beyond = over_capacity(problem.limit, problem.graph, problem.system)
+    if beyond and not insist:
+        more = f" (and {len(beyond) - 1} more)" if len(beyond) > 1 else ""
+        raise UsageError(beyond[0] + more, hint=INSIST_HINT)
+    mismatch = capture_mismatch(problem.graph, problem.system)
+    warn([f"{text}: planned anyway (--insist)" for text in beyond]
+         + ([mismatch] if mismatch else []))
+
+
+def warn(lines: list[str]) -> None:
+    """Print each of ``lines`` as a ``warning:`` line on standard error."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    errors = Console(stderr=True)
+    for line in lines:
+        errors.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
+
+
+def add_insist(parser: argparse.ArgumentParser) -> None:
+    """``--insist``: plan a limit above a pool's own capacity (a what-if)."""
+    parser.add_argument("--insist", action="store_true",
+                        help="plan even when a limit gives a pool more than the memory "
+                        "system's own capacity (a what-if), with a warning")
 
 
 OPTION_OF_SETTING = {"relative_gap": "--gap", "time_limit_seconds": "--time-limit",

@@ -11,7 +11,8 @@ from autotm_core.cli.options import add_command, add_costs, add_plan_arguments, 
 
 DESCRIPTION = """\
 Simulate a plan and draw it: bytes in each pool over kernels with the capacity line and
-moves marked, and each kernel's time split into run time and moves. Pictures are PNG or SVG
+moves marked, and each kernel's time split into run time and moves; the HTML report adds the
+baselines at the same limits and the plan by tensor kind. Pictures are PNG or SVG
 by the file's suffix; the HTML report is one self-contained file. Needs the plots extra: pip
 install autotm-core[plots]."""
 """What ``plot --help`` says the command does."""
@@ -50,12 +51,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
         written.append(figures.save_figure(figures.kernel_time_figure(sim), args.kernels_plot))
     if args.html:
         from autotm_core.planning import compare_baselines
+        from autotm_core.planning.breakdown import kind_breakdown
         from autotm_core.report.html import plan_html, write_html
 
         facts = simulation_facts(sim, all_fast_seconds=problem.all_fast_seconds)
         limited = problem.with_limit(_limit_of(plan, system))
         written.append(write_html(args.html, plan_html(
-            plan, sim, facts, comparisons=compare_baselines(limited))))
+            plan, sim, facts, comparisons=compare_baselines(limited),
+            breakdown=kind_breakdown(plan, graph, system, problem.costs, sim))))
     for path in written:
         console.print(f"wrote {path}", highlight=False, soft_wrap=True)
     return 0

@@ -20,7 +20,8 @@ from autotm_core.cli.options import (
 )
 
 DEFAULT_RATIOS = "0:1,1:1,2:1,4:1,8:1"
-"""PMM:DRAM ratios swept when neither --ratios nor --capacities is given (the paper's, and more)."""
+"""Slow:fast ratios swept when neither --ratios nor --capacities is given (the paper's, and
+more)."""
 DEFAULT_PLANNERS = "synchronous,first-touch"
 """Planners swept when --planners is not given."""
 DEFAULT_TIME_LIMIT = 60.0
@@ -49,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_system(parser, required=False)
     limits = parser.add_mutually_exclusive_group()
     limits.add_argument("--ratios", metavar="LIST",
-                        help=f"PMM:DRAM ratios, comma-separated (default {DEFAULT_RATIOS})")
+                        help=f"slow:fast memory ratios (PMM:DRAM on Optane), comma-separated "
+                        f"(default {DEFAULT_RATIOS})")
     limits.add_argument("--capacities", metavar="LIST",
                         help="fast-memory sizes, comma-separated, e.g. 8MiB,16MiB,32MiB")
     parser.add_argument("--planners", metavar="LIST",
@@ -88,6 +90,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--price-ratio must be positive, not {args.price_ratio}",
                          hint="e.g. --price-ratio 2.1 (DRAM costs 2.1 times PMM per byte)")
     points = _grid_points(args) if args.grid else _points(args)
+    if not args.scheduler:  # a cluster's graphs may be too big to load here
+        _warn_beyond_the_system(points)
     if args.html or args.plot:
         from autotm_core.report.figures import pyplot
 
@@ -120,6 +124,34 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 130 if results.interrupted else 0
 
 
+def _warn_beyond_the_system(points: list[Any]) -> None:
+    """A warning line for each graph and limit that gives a pool more than the system's own
+    capacity (a sweep plans such points, as what-ifs, rather than refuse them), and for each
+    graph captured for another kind of device than the system's."""
+    from autotm_core.capacity import over_capacity
+    from autotm_core.cli.options import warn
+    from autotm_core.errors import AutotmError
+    from autotm_core.memory import capture_mismatch
+    from autotm_core.planning import load_problem
+
+    seen: dict[tuple[str, str, str], None] = {}
+    for p in points:
+        seen.setdefault((p.graph, p.system, p.limit), None)
+    lines = []
+    for graph, system, limit in seen:
+        try:
+            problem = load_problem(graph, system, limit=limit)
+            beyond = over_capacity(problem.limit, problem.graph, problem.system)
+        except AutotmError:  # the sweep itself reports what is wrong with the point, its way
+            continue
+        lines += [f"{graph}: {text} (a what-if: the plan does not fit this hardware)"
+                  for text in beyond]
+        mismatch = capture_mismatch(problem.graph, problem.system)
+        if mismatch and mismatch not in lines:
+            lines.append(mismatch)
+    warn(lines)
+
+
 def _points(args: argparse.Namespace) -> list[Any]:
     from autotm_core.cli.options import ilp_settings
     from autotm_core.errors import UsageError
@@ -134,7 +166,7 @@ def _points(args: argparse.Namespace) -> list[Any]:
     limits = split(args.capacities) if args.capacities else split(args.ratios or DEFAULT_RATIOS)
     for item in [] if args.capacities else limits:
         if ":" not in item or "=" in item:
-            raise UsageError(f"--ratios: {item!r} is not a PMM:DRAM ratio",
+            raise UsageError(f"--ratios: {item!r} is not a slow:fast ratio",
                              hint="write slow:fast memory with a colon, e.g. --ratios "
                              "1:1,4:1,8:1 (sizes go to --capacities)")
     defaults = {"time_limit": DEFAULT_TIME_LIMIT, "gap": 0.01, "mode": "auto", "solver": "highs"}

@@ -51,12 +51,18 @@ def run(args: argparse.Namespace, console: Console) -> int:
         f"{name} {'unbounded' if cap is None else format_bytes(cap)}"
         for name, cap in plan.capacities.items()
     )
-    console.print(
-        f"[bold green]OK[/] {escape(args.plan)}: plan by {escape(plan.planner or '(unnamed)')} "
-        f"for {escape(graph.name)} ({len(graph.kernels):,} kernels) on {escape(system.name)}: "
-        f"{len(plan.residencies):,} residencies, {sync:,} sync and {len(plan.moves) - sync:,} "
-        f"async moves, {'with' if plan.has_offsets else 'without'} addresses; capacities {limits}",
-        highlight=False,
-        soft_wrap=True,
-    )
+    from rich.table import Table
+
+    console.print(f"[bold green]OK[/] {escape(args.plan)}: the plan keeps every rule",
+                  highlight=False, soft_wrap=True)
+    facts = Table.grid(padding=(0, 2))  # wraps at the console's width, one fact a row
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("  plan", f"by {escape(plan.planner or '(unnamed)')} for {escape(graph.name)} "
+                  f"({len(graph.kernels):,} kernels) on {escape(system.name)}")
+    facts.add_row("  residencies", f"{len(plan.residencies):,}")
+    facts.add_row("  moves", f"{sync:,} sync and {len(plan.moves) - sync:,} async")
+    facts.add_row("  addresses", "with addresses" if plan.has_offsets else "without addresses")
+    facts.add_row("  capacities", escape(limits))
+    console.print(facts, highlight=False)
     return 0

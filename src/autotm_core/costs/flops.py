@@ -12,6 +12,7 @@ kernels fell back.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 
@@ -25,6 +26,10 @@ from autotm_core.costs.ops import op_info
 from autotm_core.ir import Graph, Tensor
 
 logger = logging.getLogger(__name__)
+
+_WARNED: weakref.WeakKeyDictionary[Graph, set[str]] = weakref.WeakKeyDictionary()
+"""The op kinds already warned about, per graph: the costs of one graph are estimated more
+than once (the problem's roofline, 2LM's, a profile), and each warning is said once."""
 
 
 
@@ -53,7 +58,8 @@ def fallback_flops(outputs: Sequence[Tensor]) -> float:
 
 
 def estimate_flops(graph: Graph) -> FlopsEstimate:
-    """FLOPs of every kernel of ``graph``; logs one warning per op kind that falls back."""
+    """FLOPs of every kernel of ``graph``; logs one warning per op kind that falls back (once
+    per graph in a process, however often it is estimated)."""
     tensors, index = graph.tensors, graph.tensor_index
     values: list[float] = []
     fallback: list[int] = []
@@ -79,7 +85,11 @@ def estimate_flops(graph: Graph) -> FlopsEstimate:
             first_fallback.setdefault(op, k)
         values.append(value)
     counts = Counter(graph.kernels[k].op for k in fallback)
+    warned = _WARNED.setdefault(graph, set()) if first_fallback else set()
     for op, first in first_fallback.items():
+        if op in warned:
+            continue
+        warned.add(op)
         why = "unknown op kind" if estimators[op] is None else "its tensors lack the shapes needed"
         logger.warning(
             "flops of op kind %r (%d kernel(s), first %r): %s; counting one flop per element "

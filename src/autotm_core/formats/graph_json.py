@@ -43,7 +43,10 @@ def graph_to_document(graph: Graph) -> dict[str, Any]:
         if k.workspace_nbytes:
             record["workspace_nbytes"] = k.workspace_nbytes
         kernels.append(record)
-    return {**envelope(KIND, VERSION), "name": graph.name, "tensors": tensors, "kernels": kernels}
+    document = {**envelope(KIND, VERSION), "name": graph.name}
+    if graph.captured_for:
+        document["captured_for"] = graph.captured_for
+    return {**document, "tensors": tensors, "kernels": kernels}
 
 
 def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
@@ -64,8 +67,10 @@ def graph_from_text(text: str, origin: str = "<graph>", *, verify: bool = True) 
 
 
 def _graph_from(doc: Mapping[str, Any], fields: Fields, *, verify: bool) -> Graph:
-    fields.unknown_keys(doc, {"format", "version", "name", "tensors", "kernels"}, "")
+    fields.unknown_keys(doc, {"format", "version", "name", "captured_for", "tensors", "kernels"},
+                        "")
     name = fields.get(doc, "name", "", str)
+    captured_for = fields.get(doc, "captured_for", "", str, required=False, default="")
     problems: list[str] = []
     tensors = []
     for i, raw in enumerate(fields.get(doc, "tensors", "", list)):
@@ -81,7 +86,7 @@ def _graph_from(doc: Mapping[str, Any], fields: Fields, *, verify: bool) -> Grap
             problems.append(_problem(_kernel, raw, f"kernels[{i}]", fields))
     if problems:
         raise FormatError(summarize_problems(fields.origin, problems))
-    graph = Graph(name=name, tensors=tensors, kernels=kernels)
+    graph = Graph(name=name, tensors=tensors, kernels=kernels, captured_for=captured_for)
     if verify:
         try:
             check_graph(graph)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autotm_core.capacity import check_pools_hold
 from autotm_core.errors import CapacityError
 from autotm_core.ilp.gadgets import allowed_states, states_for
 from autotm_core.ilp.options import FormulationOptions
@@ -40,7 +41,9 @@ def forced_fast_nbytes(graph: Graph, system: MemorySystem,
 
 def check_lower_bounds(graph: Graph, system: MemorySystem, capacities: list[np.ndarray | None],
                        options: FormulationOptions) -> None:
-    """Raise :class:`CapacityError` when the fastest pool cannot hold what must be there."""
+    """Raise :class:`CapacityError` when the pools together cannot hold what is live, or the
+    fastest pool what must be there."""
+    check_pools_hold(graph, system)
     cap = capacities[0]
     if cap is None or not len(graph.kernels):
         return
@@ -64,14 +67,29 @@ def check_lower_bounds(graph: Graph, system: MemorySystem, capacities: list[np.n
 def explain_infeasible(graph: Graph, system: MemorySystem, capacities: list[np.ndarray | None],
                        options: FormulationOptions) -> CapacityError:
     """The error to raise when a solver proved the model infeasible."""
-    bounded = [f"{p.name!r} ({format_bytes(int(c.min()))})"
-               for p, c in zip(system.pools, capacities, strict=True) if c is not None]
-    forced = forced_fast_nbytes(graph, system, options)
+    limits = [None if c is None else int(c.min()) for c in capacities]
+    bounded = [f"{p.name!r} ({format_bytes(c)})"
+               for p, c in zip(system.pools, limits, strict=True) if c is not None]
+    forced = int(forced_fast_nbytes(graph, system, options).max())
+    fast = system.pools[0].name
+    page = options.page_nbytes
+    live = graph.liveness
+    rounded = int(max((sum(round_up(int(live.nbytes[t]), page) for t in live.live_at(k))
+                       + round_up(int(live.workspace_nbytes[k]), page)
+                       for k in range(len(graph.kernels))), default=0))
+    why = ("tensors being copied occupy both pools at once, and a tensor that exists before "
+           "the step and survives it ends the step in every pool it began in")
+    if forced:
+        why = f"at least {format_bytes(forced)} must stay in {fast!r}; " + why
+    if all(c is not None for c in limits) and rounded > sum(int(c or 0) for c in limits):
+        total = sum(int(c or 0) for c in limits)
+        why = (f"rounded up to {page}-byte pages, {format_bytes(rounded)} are live at once, "
+               f"more than the {format_bytes(total)} all the pools hold together; " + why)
+        hint = (f"give the pools at least {rounded - total:,} bytes more between them (raise "
+                f"a slower pool's limit, e.g. --limit {system.pools[-1].name}=SIZE)")
+    else:
+        hint = (f"raise the capacity of {fast!r} (or of a slower pool, where a limit holds "
+                f"it); the peak live memory is {format_bytes(int(live.peak_nbytes))}")
     return CapacityError(
         f"no plan of graph {graph.name!r} fits pools {', '.join(bounded)}: the solver proved it "
-        f"(at least {format_bytes(int(forced.max()))} must stay in {system.pools[0].name!r}; "
-        "tensors being copied occupy both pools at once, and a tensor that exists before "
-        "the step and survives it ends the step in every pool it began in)",
-        hint=f"raise the capacity of {system.pools[0].name!r}; the peak live memory is "
-             f"{format_bytes(int(graph.liveness.peak_nbytes))}",
-    )
+        f"({why})", hint=hint)

@@ -22,8 +22,9 @@ class GraphBuilder:
     256
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, captured_for: str = "") -> None:
         self._name = name
+        self._captured_for = captured_for
         self._tensors: list[Tensor] = []
         self._kernels: list[Kernel] = []
         self._nbytes: dict[str, int] = {}
@@ -90,5 +91,6 @@ class GraphBuilder:
 
     def build(self, *, verify: bool = True) -> Graph:
         """The graph; with ``verify`` (the default) raises if it breaks an invariant."""
-        graph = Graph(name=self._name, tensors=self._tensors, kernels=self._kernels)
+        graph = Graph(name=self._name, tensors=self._tensors, kernels=self._kernels,
+                      captured_for=self._captured_for)
         return check_graph(graph) if verify else graph

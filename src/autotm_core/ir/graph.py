@@ -42,6 +42,10 @@ class Graph:
     """Every tensor of the program."""
     kernels: tuple[Kernel, ...] = attrs.field(converter=_to_tuple)
     """Kernels in execution order."""
+    captured_for: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """The kind of device a frontend captured the graph for (``"cpu"``, ``"cuda"``, as torch
+    names device types): kernels chosen for it (attention, fused optimizers) may differ on
+    another. Empty: not device-specific, or unknown."""
 
     @functools.cached_property
     def tensor_index(self) -> dict[str, int]:

@@ -19,10 +19,19 @@ import attrs
 
 from autotm_core.capacity import Limit
 from autotm_core.costs.model import KernelCosts
+from autotm_core.errors import GraphError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 
 logger = logging.getLogger(__name__)
+
+
+def _has_kernels(_instance: object, _attribute: object, graph: Graph) -> None:
+    """A point of a graph without kernels has no step to plan: refused here, at once, for
+    every planner (a graph file may legally have none; ``info`` shows it)."""
+    if not graph.kernels:
+        raise GraphError(f"graph {graph.name!r} has no kernels: there is no step to plan",
+                         hint="give the graph at least one kernel")
 
 
 def _to_limit(value: Limit | str | None) -> Limit:
@@ -33,8 +42,8 @@ def _to_limit(value: Limit | str | None) -> Limit:
 class Problem:
     """One point to plan: the graph, the memory system, the costs and the limit."""
 
-    graph: Graph
-    """The program."""
+    graph: Graph = attrs.field(validator=_has_kernels)
+    """The program (with at least one kernel)."""
     system: MemorySystem
     """The memory system as given, before :attr:`limit` is applied."""
     costs: KernelCosts

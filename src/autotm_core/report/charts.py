@@ -34,17 +34,25 @@ def memory_chart(
     style: str = "cyan",
     title: str = "",
 ) -> Text:
-    """A column chart of bytes over kernels; a dashed row marks ``capacity`` when given."""
+    """A column chart of bytes over kernels, rising from zero (the bottom row's label); a
+    dashed row marks ``capacity`` when given, named at the end of its row, or in the title
+    when the row would be wider than ``width + CHART_MARGIN``."""
     data = bucket_max(values, width)
     n = len(data)
     top = float(max(data.max() if n else 0.0, capacity or 0, 1))
     levels = data / top * height * 8  # eighths of a row
     cap_row = None if capacity is None else min(height - 1, int(capacity / top * height))
+    cap_label = f" capacity {format_bytes(capacity or 0)}"
+    if cap_row is not None and 13 + n + len(cap_label) > width + CHART_MARGIN:
+        # no room at the end of its row: say it in the title, not on a line of its own
+        title = (title + ";" if title else "") + f"{cap_label} (dashed)"
+        cap_label = ""
     text = Text()
     if title:
         text.append(title + "\n", style="bold")
     for row in reversed(range(height)):
-        label = format_bytes(top * (row + 1) / height) if row in (height - 1, 0) else ""
+        # the top row's label is the chart's top; the columns rise from zero
+        label = format_bytes(top) if row == height - 1 else "0 B" if row == 0 else ""
         text.append(f"{label:>11} │", style="dim")
         for col in range(n):
             fill = int(min(8, max(0, levels[col] - row * 8)))
@@ -53,8 +61,8 @@ def memory_chart(
             else:
                 over = capacity and data[col] > capacity
                 text.append(_BLOCKS[fill], style="red" if over else style)
-        if cap_row == row:
-            text.append(f" capacity {format_bytes(capacity or 0)}", style="red")
+        if cap_row == row and cap_label:
+            text.append(cap_label, style="red")
         text.append("\n")
     total = len(np.asarray(values))
     text.append(" " * 12 + "└" + "─" * n + "\n", style="dim")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from autotm_core.planning.breakdown import KindBreakdown
 from autotm_core.plans.model import Plan
 from autotm_core.report.figures import (
     figure_svg,
@@ -19,6 +20,7 @@ from autotm_core.report.figures import (
     memory_figure,
     tradeoff_figure,
 )
+from autotm_core.report.kinds_report import KINDS_NOTE, kinds_caption, kinds_rows
 from autotm_core.simulation import Simulation
 from autotm_core.sweep.price import PriceModel
 from autotm_core.sweep.results import SweepResults
@@ -30,6 +32,8 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
+td.l { white-space: normal; }
+.wide { overflow-x: auto; max-width: 100%; }
 tr.knee td { background: #fff3c4; font-weight: bold; }
 tr.best td { background: #d9f2d9; }
 .swatch { padding: 0 0.4em; }
@@ -41,10 +45,11 @@ figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
 
 
 def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str = "",
-              comparisons: Sequence[Any] = ()) -> str:
+              comparisons: Sequence[Any] = (), breakdown: KindBreakdown | None = None) -> str:
     """The report of one simulated plan (``facts`` from ``simulation_facts``): what it is,
     how good it is (the solver's bound and gap where the plan records them, and every
-    baseline of ``comparisons`` at the same limits) and where its time goes."""
+    baseline of ``comparisons`` at the same limits), where each tensor kind went
+    (``breakdown``) and where its time goes."""
     heading = title or f"{sim.planner or 'plan'} for {sim.graph} on {sim.system}"
     limits = ", ".join(f"{pool} {format_bytes(n)}" for pool, n in plan.capacities.items()
                        if n is not None)
@@ -70,6 +75,7 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
         f"<h1>{_e(heading)}</h1>",
         _pairs(summary),
         *_against_baselines(facts["step_seconds"], comparisons),
+        *_by_kind(breakdown),
         "<h2>Memory over time</h2>",
         _figure(figure_svg(memory_figure(sim, plan)),
                 "Bytes in each pool at each kernel; dashed: capacity. Under each curve, a row of "
@@ -85,6 +91,16 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
         _table(["#", "kernel", "run", "sync moves before", "async moves"], kernels),
     ]
     return _page(heading, body)
+
+
+def _by_kind(breakdown: KindBreakdown | None) -> list[str]:
+    """A section with the plan's breakdown by tensor kind."""
+    if breakdown is None:
+        return []
+    header, rows = kinds_rows(breakdown)
+    return ["<h2>By tensor kind</h2>",
+            f"<p class='note'>{_e(kinds_caption(breakdown))}. {_e(KINDS_NOTE)}.</p>",
+            _table(header, rows, left=1)]
 
 
 def _solver_facts(plan: Plan) -> list[tuple[str, str]]:
@@ -176,7 +192,7 @@ def sweep_html(results: SweepResults, *, price: PriceModel, budget: float | None
     body.append("<p class='note'>Highlighted rows: " + "; ".join(marks) + ".</p>")
     body.append(_table(["graph", "planner", "limit", "fast memory", "slowdown", "step",
                         "moved", "memory cost", "plan time", "gap", "status"], rows,
-                       row_classes=classes, left=2))
+                       row_classes=classes, left=3))
     return _page(heading, body)
 
 
@@ -201,15 +217,22 @@ def _figure(svg: str, caption: str) -> str:
 
 
 def _pairs(rows: Sequence[tuple[str, str]]) -> str:
-    return "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td>{_e(v)}</td></tr>"
+    return "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td class='l'>{_e(v)}</td></tr>"
                                for k, v in rows) + "</table>"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *,
            row_classes: Sequence[str] = (), left: int = 2) -> str:
+    """A table in a box that scrolls sideways when the window is narrower than it (nothing is
+    cut); its first ``left`` columns are names, which may wrap after a comma, colon or
+    slash (``hbm=4:1,dram=4:1``, ``zoo:resnet50:batch=8``); numbers never wrap."""
     def cell(i: int, text: str, tag: str) -> str:
-        cls = " class='l'" if i < left else ""
-        return f"<{tag}{cls}>{_e(text)}</{tag}>"
+        if i >= left:
+            return f"<{tag}>{_e(text)}</{tag}>"
+        breakable = _e(text)
+        for mark in (",", ":", "/"):
+            breakable = breakable.replace(mark, mark + "<wbr>")
+        return f"<{tag} class='l'>{breakable}</{tag}>"
 
     head = "<tr>" + "".join(cell(i, h, "th") for i, h in enumerate(header)) + "</tr>"
     lines = []
@@ -218,7 +241,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *,
         attr = f" class='{cls}'" if cls else ""
         lines.append(f"<tr{attr}>" + "".join(cell(i, c, "td") for i, c in enumerate(row))
                      + "</tr>")
-    return "<table>" + head + "".join(lines) + "</table>"
+    return "<div class='wide'><table>" + head + "".join(lines) + "</table></div>"
 
 
 def _e(text: object) -> str:

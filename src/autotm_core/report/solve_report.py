@@ -16,6 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from autotm_core.planning import Comparison, Outcome, PlanMode
+from autotm_core.planning.breakdown import outcome_breakdown
+from autotm_core.report.charts import CHART_MARGIN
+from autotm_core.report.kinds_report import render_kinds
 from autotm_core.report.plan_report import render_simulation, simulation_facts
 from autotm_core.units import format_bytes, format_seconds
 
@@ -57,6 +60,7 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
     facts["model"] = {"formulation": m.formulation, "variables": m.variables,
                       "binaries": m.binaries, "constraints": m.constraints,
                       "nonzeros": m.nonzeros}
+    facts["by_kind"] = outcome_breakdown(outcome).to_json()
     facts["plan_source"] = outcome.source
     facts["note"] = outcome.note or None
     facts["plan_seconds"] = outcome.plan_seconds
@@ -206,7 +210,8 @@ def render_solve(outcome: Outcome, comparisons: Sequence[Comparison], *, top: in
         parts += [rounds, ""]
     facts = simulation_facts(outcome.simulation, all_fast_seconds=outcome.all_fast_seconds,
                              top=top)
-    return Group(*parts, render_simulation(outcome.simulation, facts, width=width))
+    kinds = render_kinds(outcome_breakdown(outcome), width=width + CHART_MARGIN)
+    return Group(*parts, kinds, "", render_simulation(outcome.simulation, facts, width=width))
 
 
 __all__ = ["render_solve", "solve_facts"]

@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.markup import escape
 
+from autotm_core.planning.breakdown import KindBreakdown
+from autotm_core.report.kinds_report import render_kinds_by_planner
 from autotm_core.report.tables import words_table
 from autotm_core.sweep.point import PointResult
 from autotm_core.sweep.price import PriceModel
@@ -49,9 +51,14 @@ def render_sweep(results: SweepResults, *, price: PriceModel, budget: float | No
                  f"{r.plan_seconds:.2f} s", _gap(r),
                  r.status if r.status == "ok" else f"[yellow]{escape(r.status)}[/]"]
                 for r in points]
+        if all(r.status == "ok" for r in points):  # a column of "ok" says nothing
+            columns_here = columns[:-1]
+            rows = [row[:-1] for row in rows]
+        else:
+            columns_here = columns
         styles = ["bold green" if best is not None and r is best else "" for r in points]
         title = f"sweep: slowdown against fast-memory size ({graph} on {points[0].point.system})"
-        tables.append(words_table(title, columns, rows, width=width,
+        tables.append(words_table(title, columns_here, rows, width=width,
                                   left=("planner", "status"), styles=styles))
     table = Group(*tables)
     lines: list[RenderableType] = [table]
@@ -79,8 +86,11 @@ def render_sweep(results: SweepResults, *, price: PriceModel, budget: float | No
     return Group(*lines)
 
 
-def render_compare(results: Sequence[PointResult], *, width: int = 80) -> RenderableType:
-    """Planners and solvers side by side on one graph and limit; the fastest plan in green."""
+def render_compare(results: Sequence[PointResult],
+                   breakdowns: Sequence[KindBreakdown | None] = (), *,
+                   width: int = 80) -> RenderableType:
+    """Planners and solvers side by side on one graph and limit; the fastest plan in green;
+    then each planner's breakdown by tensor kind (``breakdowns``, one per result)."""
     ok = [r for r in results if r.step_seconds is not None]
     fastest = min(ok, key=lambda r: r.step_seconds or 0.0) if ok else None
     first = results[0] if results else None
@@ -88,23 +98,38 @@ def render_compare(results: Sequence[PointResult], *, width: int = 80) -> Render
     if first is not None:
         title += (f": {first.point.graph} on {first.point.system}, fast memory "
                   f"{format_bytes(first.fast_capacity_nbytes)} ({first.point.limit})")
-    columns = ("planner", "solver", "step", "slowdown", "moved", "moves", "plan time", "gap",
-               "status")
+    solvers = sorted({r.point.solver for r in results if r.termination != ""})
+    if len(solvers) == 1:  # one solver: named once in the title, not in a column
+        title += f", ILP solver {solvers[0]}"
+    columns = ["planner", "solver", "step", "slowdown", "moved", "moves", "plan time", "gap",
+               "status"]
     rows = [[escape(r.point.planner), escape(r.point.solver) if r.termination != "" else "-",
              "-" if r.step_seconds is None else format_seconds(r.step_seconds),
              _slowdown(r), format_bytes(r.moved_nbytes), f"{r.n_moves:,}",
              f"{r.plan_seconds:.2f} s", _gap(r),
              _SHORT.get(r.termination, r.termination or r.status) if r.status == "ok"
              else f"[yellow]{escape(r.status)}[/]"] for r in results]
+    if len(solvers) <= 1:
+        del columns[1]
+        for row in rows:
+            del row[1]
     table = words_table(title, columns, rows, width=width, left=("planner", "solver", "status"),
                         styles=["bold green" if r is fastest else "" for r in results])
     lines: list[RenderableType] = [table]
     for r in results:
         if r.status != "ok":
             lines.append(f"[yellow]no plan[/] for {escape(r.point.planner)}: {escape(r.message)}")
+    if any(b is not None for b in breakdowns):
+        names = [r.point.planner if r.termination == "" or len(solvers) <= 1
+                 else f"{r.point.planner} ({r.point.solver})" for r in results]
+        lines += ["", render_kinds_by_planner(names, breakdowns, width=width)]
     return Group(*lines)
 
 
-def compare_facts(results: Sequence[PointResult]) -> list[dict[str, Any]]:
-    """The comparison as JSON values."""
-    return [r.to_json() for r in results]
+def compare_facts(results: Sequence[PointResult],
+                  breakdowns: Sequence[KindBreakdown | None] = ()) -> list[dict[str, Any]]:
+    """The comparison as JSON values (each plan's breakdown by kind as ``by_kind``)."""
+    facts = [r.to_json() for r in results]
+    for fact, breakdown in zip(facts, breakdowns, strict=False):
+        fact["by_kind"] = None if breakdown is None else breakdown.to_json()
+    return facts

@@ -2,40 +2,55 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 from rich import box
 from rich.markup import escape
 from rich.table import Table
+
+_ATOM = re.compile(r"[-+]?[\d.,]+\s+[^\s\d]\S*|\S+")
+"""What a cell may not be cut inside: a word, or a number with the unit after it
+(``0.81 s``, ``1.80 GiB``), which reads wrong over two lines."""
+
+
+def atoms(text: str) -> list[str]:
+    """The pieces of ``text`` a line may break between (see :data:`_ATOM`)."""
+    return _ATOM.findall(text)
 
 
 def words_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *,
                 width: int = 80, left: Sequence[str] = (), styles: Sequence[str] = ()) -> Table:
     """A table at most ``width`` columns wide whose cells wrap between words but never inside
     one: each column keeps its longest word (header and cells; markup not counted), and the
-    columns with most room to spare give it up first. In 80 columns, a pipe or a log, a value
-    and its unit may take two lines; a name or a unit is never cut short. Only when the
-    longest words alone are too wide does the widest column (a long name) fold."""
+    columns with most room to spare give it up first. A number and its unit count as one word
+    (``0.81 s`` on one line) while the table can fit that way; only then may a value and its
+    unit take two lines. A name or a unit is never cut short: only when the longest words
+    alone are too wide does the widest column (a long name) fold."""
     from rich.text import Text
 
     plain = [[Text.from_markup(cell).plain for cell in row] for row in rows]
     longest = [max([len(columns[c]), *(len(row[c]) for row in plain)])
                for c in range(len(columns))]
-    shortest = [max(len(w) for w in [*columns[c].split(),
-                                     *(w for row in plain for w in row[c].split())] or [""])
+
+    def shortest(split: Callable[[str], list[str]]) -> list[int]:
+        return [max(len(w) for w in [*columns[c].split(),
+                                     *(w for row in plain for w in split(row[c]))] or [""])
                 for c in range(len(columns))]
+
     widths = list(longest)
     excess = sum(widths) + 2 * (len(columns) - 1) + 2 - width  # gaps, and the box's edges
-    while excess > 0:
-        c = max(range(len(columns)), key=lambda i: widths[i] - shortest[i])
-        spare = widths[c] - shortest[c]
-        if spare <= 0:  # every column at its longest word: the widest one folds (a long
-            c = max(range(len(columns)), key=lambda i: widths[i])  # name, not a number)
-            widths[c] = max(len(columns[c].split()[0]) if columns[c] else 1, widths[c] - excess)
-            break
-        give = min(spare, excess)
-        widths[c] -= give
-        excess -= give
+    for least in (shortest(atoms), shortest(str.split)):
+        while excess > 0:
+            c = max(range(len(columns)), key=lambda i: widths[i] - least[i])
+            give = min(widths[c] - least[c], excess)
+            if give <= 0:
+                break
+            widths[c] -= give
+            excess -= give
+    if excess > 0:  # every column at its longest word: the widest one folds (a long name,
+        c = max(range(len(columns)), key=lambda i: widths[i])  # not a number)
+        widths[c] = max(len(columns[c].split()[0]) if columns[c] else 1, widths[c] - excess)
     table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True)
     for c, column in enumerate(columns):

@@ -169,15 +169,7 @@ def simulate(
             f"of {n} kernels",
             hint="the cost model was built for another graph; rebuild it for this one",
         )
-    n_pools = len(system.pools)
-    sync_bps = np.full((n_pools, n_pools), np.inf)
-    async_bps = np.full((n_pools, n_pools), np.inf)
-    for s in range(n_pools):
-        for t in range(n_pools):
-            if s != t:
-                link = system.link(s, t)
-                sync_bps[s, t] = link.sync_bytes_per_second
-                async_bps[s, t] = link.async_bytes_per_second
+    sync_bps, async_bps = copy_rates(system)
     nbytes = graph.liveness.nbytes
     channels = system.link_channels
     traffic = kernel_traffic_seconds(graph, system, a.entry_pools)
@@ -214,6 +206,21 @@ def simulate(
         pair_nbytes=pair_nbytes,
         pair_counts=pair_counts,
     )
+
+
+def copy_rates(system: MemorySystem) -> tuple[FloatArray, FloatArray]:
+    """``(n_pools, n_pools)`` synchronous and asynchronous copy rates between pools, in bytes
+    per second (infinite on the diagonal)."""
+    n_pools = len(system.pools)
+    sync_bps = np.full((n_pools, n_pools), np.inf)
+    async_bps = np.full((n_pools, n_pools), np.inf)
+    for s in range(n_pools):
+        for t in range(n_pools):
+            if s != t:
+                link = system.link(s, t)
+                sync_bps[s, t] = link.sync_bytes_per_second
+                async_bps[s, t] = link.async_bytes_per_second
+    return sync_bps, async_bps
 
 
 def kernel_traffic_seconds(graph: Graph, system: MemorySystem,

@@ -53,6 +53,9 @@ class Traced:
     """One role per placeholder, in order."""
     outputs: tuple[Role, ...]
     """One role per returned tensor, in order."""
+    device: str = ""
+    """The type of device traced for (``"cpu"``, ``"cuda"``): the graph's
+    :attr:`~autotm_core.ir.Graph.captured_for`."""
 
 
 def _as_tuple(value: Any, what: str) -> tuple[torch.Tensor, ...]:
@@ -126,6 +129,14 @@ def _device(device: Any) -> torch.device | None:
     return found
 
 
+def _device_type(device: torch.device | None, tensors: Sequence[torch.Tensor]) -> str:
+    """The type of device a step is traced for: ``device``'s, else the model's and inputs'
+    own (``"cpu"`` when they have none)."""
+    if device is not None:
+        return device.type
+    return next((t.device.type for t in tensors if t.device.type != "meta"), "cpu")
+
+
 def capture(
     model: torch.nn.Module,
     example_inputs: Any,
@@ -171,6 +182,7 @@ def capture(
     data_roles += [Role(f"target:{i}", TensorKind.INPUT) for i in range(len(target_values))]
     n_inputs = len(batch.tensors)
     model_name = type(model).__name__
+    traced_for = _device_type(target_device, [t for _, t in named] + list(batch.tensors))
     holder = _Holder(model)
 
     def run_model(tensors: Sequence[torch.Tensor]) -> Any:
@@ -188,7 +200,7 @@ def capture(
             module = internals.trace(forward, state + data)
         n_out = len(next(n for n in module.graph.nodes if n.op == "output").args[0])
         outputs = tuple(Role(f"output:{i}", TensorKind.OUTPUT) for i in range(n_out))
-        return Traced(module, tuple(roles + data_roles), outputs)
+        return Traced(module, tuple(roles + data_roles), outputs, traced_for)
 
     trainable = [fake_of[t] for _, t in named if fake_of[t].requires_grad]
     names_of = {fake_of[t]: n.split(":", 1)[1] for n, t in named}
@@ -222,7 +234,7 @@ def capture(
         module = internals.trace(step, state + [value for *_, value in states] + data)
     grad_roles = [Role(f"grad:{names_of[p]}", TensorKind.GRADIENT) for p in with_grad]
     outputs = (Role("output:loss", TensorKind.OUTPUT), *grad_roles)
-    return Traced(module, tuple(roles + state_roles + data_roles), outputs)
+    return Traced(module, tuple(roles + state_roles + data_roles), outputs, traced_for)
 
 
 @contextlib.contextmanager

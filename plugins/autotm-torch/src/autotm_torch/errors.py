@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import traceback
 from collections.abc import Iterator
@@ -32,11 +33,36 @@ def _op_name(func: object) -> str:
     return name.removesuffix(".default")
 
 
+_NOISY_LOGGERS = ("torch._subclasses.fake_tensor",)
+"""Torch's loggers that print a failed op's traceback (some twenty lines) before the error
+reaches :func:`explain_capture_failure`."""
+
+
 @contextlib.contextmanager
-def explain_capture_failure(what: str) -> Iterator[None]:
-    """Re-raise any failure of tracing ``what`` as a :class:`PluginError` naming the op."""
+def quiet_torch_logs() -> Iterator[None]:
+    """Silence torch's own log of a failing op while tracing, unless debug logging is on
+    (``--debug``): the failure is reported once, as one error."""
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
+    saved = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
     try:
         yield
+    finally:
+        for logger, level in zip(loggers, saved, strict=True):
+            logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def explain_capture_failure(what: str) -> Iterator[None]:
+    """Re-raise any failure of tracing ``what`` as a :class:`PluginError` naming the op;
+    torch's own log of the failure is kept quiet (see :func:`quiet_torch_logs`)."""
+    try:
+        with quiet_torch_logs():
+            yield
     except AutotmError:
         raise
     except internals.DATA_DEPENDENT_ERRORS as exc:

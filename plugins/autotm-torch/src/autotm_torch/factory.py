@@ -55,7 +55,12 @@ def _import(module_name: str, spec: str) -> Any:
                 raise PluginError(f"cannot load {module_name!r} as a Python module", hint=SPEC_HINT)
             module = importlib.util.module_from_spec(loader_spec)
             sys.modules.setdefault(path.stem, module)
-            loader_spec.loader.exec_module(module)
+            try:
+                loader_spec.loader.exec_module(module)
+            except BaseException:  # no half-run module left behind for the next import
+                if sys.modules.get(path.stem) is module:
+                    del sys.modules[path.stem]
+                raise
             return module
         if "" not in sys.path:  # like 'python -m', find modules of the working directory
             sys.path.insert(0, "")
@@ -63,6 +68,8 @@ def _import(module_name: str, spec: str) -> Any:
     except PluginError:
         raise
     except ModuleNotFoundError as exc:  # a module not found is refused as a missing file is
+        if not _names_the_spec(exc, module_name):
+            raise missing_import(exc, f"importing {module_name!r} for {spec!r}") from exc
         raise PluginError(
             f"cannot import {module_name!r} for {spec!r}: {exc}", hint=SPEC_HINT
         ) from exc
@@ -71,6 +78,27 @@ def _import(module_name: str, spec: str) -> Any:
             f"importing {module_name!r} for {spec!r} failed: {type(exc).__name__}: {exc}",
             hint="fix the module; rerun with --debug for the traceback",
         ) from exc
+
+
+def _names_the_spec(exc: ModuleNotFoundError, module_name: str) -> bool:
+    """Whether the module not found is the spec's own module (or a package above it), not
+    one that module imports."""
+    missing = exc.name or ""
+    if module_name.endswith(".py"):
+        return False
+    return missing == module_name or module_name.startswith(missing + ".")
+
+
+def missing_import(exc: ModuleNotFoundError, where: str) -> PluginError:
+    """The error of ``where`` (a module or a factory) failing to import a module that is not
+    installed: the module it needs and how to get it, not how to write a spec."""
+    missing = exc.name or str(exc)
+    top = missing.split(".")[0]
+    return PluginError(
+        f"{where} failed: it imports {missing!r}, which is not installed here",
+        hint=f"install the package that provides {top!r} (often 'pip install {top}'; check the "
+        "spelling of the import), in the environment that runs autotm-core",
+    )
 
 
 def call(factory: Callable[..., Any], spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,6 +110,8 @@ def call(factory: Callable[..., Any], spec: str, options: Mapping[str, Any]) -> 
             f"factory {spec!r} does not accept the options {sorted(options)}: {exc}",
             hint="give the factory keyword parameters for each --option (and batch_size)",
         ) from exc
+    except ModuleNotFoundError as exc:
+        raise missing_import(exc, f"factory {spec!r}") from exc
     except Exception as exc:
         raise PluginError(
             f"factory {spec!r} failed: {type(exc).__name__}: {exc}",

@@ -87,7 +87,7 @@ class _Lowering:
     def __init__(self, traced: Traced, name: str) -> None:
         self.traced = traced
         self.storages: dict[Any, _Storage] = {}
-        self.builder = GraphBuilder(name)
+        self.builder = GraphBuilder(name, captured_for=traced.device)
         self.kernels: list[tuple[str, str, list[Any], list[Any], float | None]] = []
         self.names: set[str] = set()
 
