@@ -50,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"address-fitting solves before giving up (default "
                         f"{DEFAULT_MAX_ROUNDS})")
     parser.add_argument("--insist", action="store_true",
-                        help="plan even when the model looks too big for this machine's memory")
+                        help="plan even when the model looks too big for this machine's memory, "
+                        "or a limit is above a pool's physical capacity (with a warning)")
     add_output(parser)
     add_top(parser)
     add_json(parser)

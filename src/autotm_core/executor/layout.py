@@ -146,9 +146,9 @@ def plan_layout(
                         f"plan's residencies reach byte {top} ({format_bytes(top)})",
                         hint=f"give --arena {pool.name}={top} or more",
                     )
-                notes.append(f"pool {pool.name!r}: arena of {format_bytes(size)} instead of its "
-                             f"capacity {format_bytes(capacity)} (the plan uses "
-                             f"{format_bytes(top)})")
+                notes.append(f"pool {pool.name!r}: arena of {format_bytes(size)} ({size:,} bytes) "
+                             f"instead of its capacity {format_bytes(capacity)} ({capacity:,} "
+                             f"bytes; the plan uses {format_bytes(top)})")
             sizes.append(size)
             for i in rows:
                 places[i] = (p, plan.residencies[i].offset or 0)

@@ -407,11 +407,11 @@ def _kept(chain: _Chain, report: Outcome, best: Held) -> Outcome:
         against = ("" if own is None or own == best.step_seconds
                    else f" ({own:.6g} s against {best.step_seconds:.6g} s)")
         note = (f"the {stage} search found no plan better than the {simpler} plan it started "
-                f"from{against}; every {simpler} plan is a {stage} plan, so that one is "
+                f"from{against}; every {simpler} plan is {_a(stage)} plan, so that one is "
                 "returned")
     else:
         note = (f"the {stage} search found no plan faster than the {source} plan it was "
-                f"offered, so that plan is returned (every such plan is a {stage} plan)")
+                f"offered, so that plan is returned (every such plan is {_a(stage)} plan)")
     logger.info(note)
     assert report.solve is not None
     gap = gap_of(best.step_seconds, report.solve.bound_seconds)
@@ -428,6 +428,11 @@ def _kept(chain: _Chain, report: Outcome, best: Held) -> Outcome:
     return attrs.evolve(report, plan=best.plan, simulation=best.simulation,
                         step_seconds=best.step_seconds, source=source, solve=stats,
                         addresses=addresses, note=note)
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
 def _held_outcome(chain: _Chain, best: Held) -> Outcome:
