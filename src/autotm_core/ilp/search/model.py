@@ -122,8 +122,10 @@ class ModelSearch(SearchState):
 
     @property
     def reserve(self) -> float:
-        """Seconds kept for decoding, verifying and simulating the plan: about the build's."""
-        return self.build_seconds
+        """Seconds kept for the work after the last solve: decoding, verifying and simulating
+        the plan (about the build's time), and the caller's test of it (packing: as long as
+        its last test of a solution took, when one was made)."""
+        return self.build_seconds + (self.passes.seconds if self.passes is not None else 0.0)
 
     @property
     def asynchronous(self) -> bool:
