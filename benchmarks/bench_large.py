@@ -58,13 +58,17 @@ def measure(source: str, ratio: str, budget: float, exact: float | None) -> dict
     system = preset("optane-2019")
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity,
                         time_budget_seconds=budget)
+    reductions = result.reductions
     row: dict[str, object] = {
         "graph": source, "kernels": len(graph.kernels), "bin": result.n_binaries,
         "nnz": result.n_nonzeros, "greedy_s": result.baseline_seconds,
         "build_s": result.build_seconds, "solve_s": result.solve_seconds,
-        "total_s": result.total_seconds, "fixed": result.reductions.columns.size,
-        "fast_t": result.reductions.always_fast_tensors,
-        "fetch": result.reductions.unprofitable_fetches, "source": result.source,
+        "total_s": result.total_seconds,
+        # no reductions when the budget left no time to build the model
+        "fixed": 0 if reductions is None else reductions.columns.size,
+        "fast_t": 0 if reductions is None else reductions.always_fast_tensors,
+        "fetch": 0 if reductions is None else reductions.unprofitable_fetches,
+        "source": result.source.describe(),
         "vs_greedy": (None if result.baseline_step_seconds is None
                       else result.step_seconds / result.baseline_step_seconds),
         "gap": result.gap, "bound": result.bound_source, "term": result.termination,
