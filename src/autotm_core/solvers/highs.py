@@ -115,13 +115,16 @@ _abandon_after_seconds: float | None = None
 
 @contextlib.contextmanager
 def abandon_on_interrupt(seconds: float) -> Iterator[None]:
-    """Within the ``with`` body, a HiGHS solve still running ``seconds`` after Ctrl-C is
-    abandoned: reported interrupted without a solution while its worker thread (a daemon)
-    runs on. Some phases of HiGHS (presolve, symmetry detection, cut separation) never check
-    for an interrupt: Inception v4's synchronous MIP ran on for minutes after Ctrl-C, where
-    a MIP that does check stopped within 0.04-1.0 s at load 2-3. Only a process about to
-    exit may abandon a solve (the command line does): HiGHS holds one lock for every
-    instance in the process, so a later solve would wait for the abandoned one."""
+    """Within the ``with`` body, a HiGHS solve still running ``seconds`` after Ctrl-C, or
+    after its time limit and grace, is abandoned: reported interrupted (or out of time)
+    without a solution while its worker thread (a daemon) runs on. Some phases of HiGHS
+    (presolve, symmetry detection, cut separation) never check for an interrupt or their
+    time limit: Inception v4's synchronous MIP ran on for minutes after Ctrl-C (a MIP that
+    does check stopped within 0.04-1.0 s at load 2-3), and retiming GPT-2 12 layers' start
+    ran 27 s on a 9 s limit. highspy holds one lock for every instance in a process: until
+    the abandoned solve ends, another cannot start and reports an error without a
+    solution, which the search takes as a step that found nothing. The command line
+    abandons (its deadline is the user's); a library caller, by default, waits."""
     global _abandon_after_seconds
     saved, _abandon_after_seconds = _abandon_after_seconds, seconds
     try:
@@ -139,14 +142,18 @@ class _Run:
     overran: bool
     """It ran past its time limit by more than the grace, and was cancelled."""
     abandoned: bool
-    """It did not stop soon enough after Ctrl-C (:func:`abandon_on_interrupt`): nothing of
-    it can be read."""
+    """It did not stop soon enough after Ctrl-C or past its cutoff
+    (:func:`abandon_on_interrupt`): nothing of it can be read."""
+    busy: bool = False
+    """It could not start: a solve this process abandoned still runs."""
 
 
 def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
     """Run HiGHS in its worker thread; on Ctrl-C, or past its time limit by more than the
     grace, cancel it and wait (after Ctrl-C, within :func:`abandon_on_interrupt`, no longer
     than its seconds)."""
+    from highspy.highs import HighsError
+
     interrupted_at: float | None = None
     overran = False
     highs.HandleUserInterrupt = True
@@ -154,7 +161,10 @@ def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
     cutoff = (None if time_limit_seconds is None else
               started + time_limit_seconds + max(OVERRUN_GRACE_SECONDS,
                                                  OVERRUN_GRACE * time_limit_seconds))
-    highs.startSolve()
+    try:
+        highs.startSolve()
+    except HighsError:  # highspy's one lock, held by an abandoned solve
+        return _Run(interrupted=False, overran=False, abandoned=False, busy=True)
     while True:
         try:
             finished, _ = highs.wait(0.1)
@@ -166,11 +176,14 @@ def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
                 overran = True
             if overran or interrupted_at is not None:
                 highs.cancelSolve()  # again: a phase may start after the last request
-            if (interrupted_at is not None and _abandon_after_seconds is not None
-                    and now - interrupted_at > _abandon_after_seconds):
+            asked = interrupted_at if interrupted_at is not None else (
+                cutoff if overran else None)
+            if (asked is not None and _abandon_after_seconds is not None
+                    and now - asked > _abandon_after_seconds):
                 log.warning("HiGHS does not stop (a phase that checks for no interrupt): "
                             "its solve is abandoned")
-                return _Run(interrupted=True, overran=overran, abandoned=True)
+                return _Run(interrupted=interrupted_at is not None, overran=overran,
+                            abandoned=True)
         except KeyboardInterrupt:
             if interrupted_at is None:
                 log.warning("interrupted: asking HiGHS to stop and keep its best solution")
@@ -243,12 +256,19 @@ def _solve(problem: MatrixProblem, config: SolverConfig, start: Any) -> tuple[So
             log_text = stream.read()
     finally:
         os.unlink(log_path)
-    if run.abandoned:  # still running: nothing of it can be read
+    if run.abandoned or run.busy:  # nothing of it can be read
+        if run.busy:
+            termination, message = (TerminationCondition.ERROR, "HiGHS is still running a "
+                                    "solve this process abandoned; no other can start")
+        elif run.interrupted:
+            termination, message = (TerminationCondition.INTERRUPTED, "interrupted (Ctrl-C); "
+                                    "HiGHS did not stop, its solve was abandoned")
+        else:
+            termination, message = (TerminationCondition.TIME_LIMIT, "HiGHS ran past its "
+                                    "time limit and did not stop; its solve was abandoned")
         return SolveResult(solver_name="highs", solver_version=highs.version(),
-                           termination=TerminationCondition.INTERRUPTED,
-                           status=SolutionStatus.NO_SOLUTION,
-                           message="interrupted (Ctrl-C); HiGHS did not stop, its solve was "
-                           "abandoned", handoff_seconds=handed_off - started,
+                           termination=termination, status=SolutionStatus.NO_SOLUTION,
+                           message=message, handoff_seconds=handed_off - started,
                            solve_seconds=solved - handed_off), None
     result, values = _result(highs, problem, interrupted=run.interrupted, overran=run.overran,
                              log_text=log_text)
