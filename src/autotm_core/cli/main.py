@@ -84,15 +84,17 @@ def _main(argv: Sequence[str] | None) -> int:
         from autotm_core.solvers.highs import abandon_on_interrupt
 
         check_outputs(args)  # before any work, so that none is lost
-        # Ctrl-C ends the command: a solver that does not stop within a second is left behind
-        with abandon_on_interrupt(ABANDON_SECONDS):
+        # Ctrl-C ends the command, and a time limit is the user's deadline: a solver that
+        # does not stop within a second of either is left behind
+        with abandon_on_interrupt(ABANDON_SECONDS, overruns=True):
             return int(args.handler(args, console) or 0)
 
     return run_reporting_errors(command, debug=args.debug)
 
 
 ABANDON_SECONDS = 1.0
-"""After Ctrl-C, a solve still running this long later is abandoned (see
+"""After Ctrl-C, or past its time limit and grace, a solve still running this long later is
+abandoned (see
 :func:`autotm_core.solvers.highs.abandon_on_interrupt`), so that the command exits within
 about two seconds with the best plan it holds."""
 

@@ -111,26 +111,32 @@ OVERRUN_GRACE_SECONDS = 0.5
 
 _abandon_after_seconds: float | None = None
 """See :func:`abandon_on_interrupt` (``None``: wait until HiGHS stops)."""
+_abandon_overruns = False
+"""See :func:`abandon_on_interrupt`."""
 
 
 @contextlib.contextmanager
-def abandon_on_interrupt(seconds: float) -> Iterator[None]:
-    """Within the ``with`` body, a HiGHS solve still running ``seconds`` after Ctrl-C, or
-    after its time limit and grace, is abandoned: reported interrupted (or out of time)
-    without a solution while its worker thread (a daemon) runs on. Some phases of HiGHS
-    (presolve, symmetry detection, cut separation) never check for an interrupt or their
+def abandon_on_interrupt(seconds: float, *, overruns: bool = False) -> Iterator[None]:
+    """Within the ``with`` body, a HiGHS solve still running ``seconds`` after Ctrl-C (with
+    ``overruns``, also after its time limit and grace) is abandoned: reported interrupted
+    (or out of time) without a solution while its worker thread (a daemon) runs on. Some
+    phases of HiGHS (presolve, symmetry detection, cut separation) never check for an
+    interrupt or their
     time limit: Inception v4's synchronous MIP ran on for minutes after Ctrl-C (a MIP that
     does check stopped within 0.04-1.0 s at load 2-3), and retiming GPT-2 12 layers' start
     ran 27 s on a 9 s limit. highspy holds one lock for every instance in a process: until
     the abandoned solve ends, another cannot start and reports an error without a
-    solution, which the search takes as a step that found nothing. The command line
-    abandons (its deadline is the user's); a library caller, by default, waits."""
-    global _abandon_after_seconds
-    saved, _abandon_after_seconds = _abandon_after_seconds, seconds
+    solution after waiting for it within its own time limit. The command line abandons
+    both (every command's time limit is the user's deadline; a sweep's next point may then
+    wait for the abandoned solve within its own limit); a library caller, by default,
+    waits."""
+    global _abandon_after_seconds, _abandon_overruns
+    saved = _abandon_after_seconds, _abandon_overruns
+    _abandon_after_seconds, _abandon_overruns = seconds, overruns
     try:
         yield
     finally:
-        _abandon_after_seconds = saved
+        _abandon_after_seconds, _abandon_overruns = saved
 
 
 @attrs.frozen
@@ -148,6 +154,20 @@ class _Run:
     """It could not start: a solve this process abandoned still runs."""
 
 
+def _wait_for_abandoned(highs: Any, time_limit_seconds: float | None) -> bool:
+    """Whether HiGHS can start: a solve this process abandoned holds highspy's one lock
+    until it ends; it is waited for, within the new solve's time limit."""
+    if not highs.is_solver_running():
+        return True
+    log.info("waiting for a HiGHS solve this process abandoned to end")
+    deadline = None if time_limit_seconds is None else time.perf_counter() + time_limit_seconds
+    while highs.is_solver_running():
+        if deadline is not None and time.perf_counter() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
     """Run HiGHS in its worker thread; on Ctrl-C, or past its time limit by more than the
     grace, cancel it and wait (after Ctrl-C, within :func:`abandon_on_interrupt`, no longer
@@ -161,9 +181,11 @@ def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
     cutoff = (None if time_limit_seconds is None else
               started + time_limit_seconds + max(OVERRUN_GRACE_SECONDS,
                                                  OVERRUN_GRACE * time_limit_seconds))
+    if not _wait_for_abandoned(highs, time_limit_seconds):
+        return _Run(interrupted=False, overran=False, abandoned=False, busy=True)
     try:
         highs.startSolve()
-    except HighsError:  # highspy's one lock, held by an abandoned solve
+    except HighsError:  # highspy's one lock, taken again since
         return _Run(interrupted=False, overran=False, abandoned=False, busy=True)
     while True:
         try:
@@ -177,7 +199,7 @@ def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
             if overran or interrupted_at is not None:
                 highs.cancelSolve()  # again: a phase may start after the last request
             asked = interrupted_at if interrupted_at is not None else (
-                cutoff if overran else None)
+                cutoff if overran and _abandon_overruns else None)
             if (asked is not None and _abandon_after_seconds is not None
                     and now - asked > _abandon_after_seconds):
                 log.warning("HiGHS does not stop (a phase that checks for no interrupt): "
