@@ -67,3 +67,29 @@ def test_without_a_plan_that_fits_nothing_is_kept(
     said = capsys.readouterr()
     assert status == 130 and "interrupted:" in said.err, said.err
     assert not out.exists()  # an unfitted plan is not written
+
+
+@pytest.mark.parametrize(("status", "abandoned", "leaves_at_once"),
+                         [(0, False, False), (130, False, True), (0, True, True)])
+def test_the_process_leaves_at_once_after_ctrl_c_or_an_abandoned_solve(
+        monkeypatch: pytest.MonkeyPatch, status: int, abandoned: bool,
+        leaves_at_once: bool) -> None:
+    import os
+
+    import autotm_core.cli.main as cli_main
+    import autotm_core.solvers.highs as highs
+
+    monkeypatch.setattr(cli_main, "main", lambda: status)
+    monkeypatch.setattr(highs, "abandoned_still_running", lambda: abandoned)
+
+    def leave(code: int) -> None:
+        raise RuntimeError(f"os._exit({code})")
+
+    monkeypatch.setattr(os, "_exit", leave)
+    if leaves_at_once:
+        with pytest.raises(RuntimeError, match=f"os._exit\\({status}\\)"):
+            cli_main.entry()
+    else:
+        with pytest.raises(SystemExit) as done:
+            cli_main.entry()
+        assert done.value.code == status

@@ -21,6 +21,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from rich.console import Console
 
@@ -59,6 +60,27 @@ def _program_name() -> str:
 
     invoked = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
     return "autotm-core" if invoked.startswith("autotm-core") else "python -m autotm_core"
+
+
+def entry() -> NoReturn:
+    """The process's entry point (``python -m autotm_core``, ``autotm-core``): :func:`main`,
+    then exit with its status. After Ctrl-C, or when a solve this process abandoned still
+    runs, it leaves at once (``os._exit``), what it had to write written and flushed:
+    freeing a large model's objects would take seconds more (Inception v4's asynchronous
+    model: 2-3 s), and HiGHS's threads abort the process when the interpreter finalizes
+    under them."""
+    import logging
+    import os
+
+    status = main()
+    from autotm_core.solvers.highs import abandoned_still_running
+
+    if status == 130 or abandoned_still_running():
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    raise SystemExit(status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

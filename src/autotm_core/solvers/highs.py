@@ -113,6 +113,16 @@ _abandon_after_seconds: float | None = None
 """See :func:`abandon_on_interrupt` (``None``: wait until HiGHS stops)."""
 _abandon_overruns = False
 """See :func:`abandon_on_interrupt`."""
+_abandoned: list[Any] = []
+"""HiGHS instances whose solve was abandoned (see :func:`abandoned_still_running`)."""
+
+
+def abandoned_still_running() -> bool:
+    """Whether a solve this process abandoned still runs. Its worker thread is a daemon, but
+    HiGHS's C++ threads abort the process (``terminate called without an active
+    exception``, status 134) when the interpreter finalizes under them: a process that
+    abandoned a solve leaves with ``os._exit`` (the command line does)."""
+    return any(h.is_solver_running() for h in _abandoned)
 
 
 @contextlib.contextmanager
@@ -204,6 +214,7 @@ def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
                     and now - asked > _abandon_after_seconds):
                 log.warning("HiGHS does not stop (a phase that checks for no interrupt): "
                             "its solve is abandoned")
+                _abandoned.append(highs)
                 return _Run(interrupted=interrupted_at is not None, overran=overran,
                             abandoned=True)
         except KeyboardInterrupt:
