@@ -57,19 +57,12 @@ def loop_arguments(plan, graph, system, costs) -> tuple:  # type: ignore[no-unty
     the last one, the channels' busy seconds, is filled in by the loop: use a fresh copy
     for each call."""
     from autotm_core.plans.arrays import encode_plan
-    from autotm_core.simulation.simulate import kernel_traffic_seconds
+    from autotm_core.simulation.simulate import copy_rates, kernel_traffic_seconds
 
     arrays, problems = encode_plan(plan, graph, system)
     if problems:
         raise SystemExit(f"bench_simulator: the plan does not encode: {problems[:3]}")
-    n_pools = len(system.pools)
-    sync_bps = np.full((n_pools, n_pools), np.inf)
-    async_bps = np.full((n_pools, n_pools), np.inf)
-    for s in range(n_pools):
-        for t in range(n_pools):
-            if s != t:
-                sync_bps[s, t] = system.link(s, t).sync_bytes_per_second
-                async_bps[s, t] = system.link(s, t).async_bytes_per_second
+    sync_bps, async_bps = copy_rates(system)
     nbytes = graph.liveness.nbytes
     kernel_seconds = np.asarray(costs.seconds_all(arrays.entry_pools), dtype=np.float64)
     return (kernel_seconds, graph.liveness.workspace_nbytes, arrays.res_pool,

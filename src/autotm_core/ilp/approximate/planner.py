@@ -49,7 +49,7 @@ from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ilp.reductions import Reductions
 from autotm_core.ilp.search.budget import Budget
 from autotm_core.ilp.search.events import Listener, ModelBuilt, ignore
-from autotm_core.ilp.search.pool import Bound, IncumbentPool, Origin, Source, gap_of
+from autotm_core.ilp.search.pool import IncumbentPool, Origin, Source, gap_of
 from autotm_core.ilp.search.runner import run_steps
 from autotm_core.ilp.search.state import SearchState
 from autotm_core.ilp.search.strategy import DEFAULT_STRATEGY, Strategy
@@ -544,7 +544,6 @@ def _result(state: ApproximateSearch) -> ApproximatePlanResult:
         bound, bound_source = min(state.kernel_bound, bound), "kernels"
     # a bound above a feasible plan's time can only come from tolerances now: clip it
     bound = min(bound, step)
-    pool.offer_bound(state.formulation, Bound(bound, bound_source))
     lp = state.index.lp if state.index is not None else None
     return ApproximatePlanResult(
         plan=best.plan, simulation=best.simulation, source=best.source,

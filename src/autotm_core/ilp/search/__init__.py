@@ -24,7 +24,6 @@ from autotm_core.ilp.search.events import (
     SearchEvent,
 )
 from autotm_core.ilp.search.pool import (
-    Bound,
     Held,
     IncumbentPool,
     Origin,
@@ -38,7 +37,6 @@ from autotm_core.ilp.search.strategy import DEFAULT_STRATEGY, Strategy
 
 __all__ = [
     "DEFAULT_STRATEGY",
-    "Bound",
     "Budget",
     "Held",
     "IncumbentFound",

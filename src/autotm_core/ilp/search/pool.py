@@ -7,8 +7,8 @@ the caller's test (address packing: the plan held is then the one with addresses
 once; a plan the verifier refuses or the costs cannot price is not held. The pool
 answers which held plans a formulation allows (:func:`allowed`), the fastest of
 them that passed the test (:meth:`IncumbentPool.best`), every one as a start
-(:meth:`IncumbentPool.starts`), and the best bound per formulation; the gap has one
-formula (:func:`gap_of`). Where a plan came from is a typed :class:`Source`.
+(:meth:`IncumbentPool.starts`); the gap has one formula (:func:`gap_of`), from the
+bound each stage's solve reports. Where a plan came from is a typed :class:`Source`.
 
 Offering is atomic: an interrupt during an offer leaves the pool as it was.
 """
@@ -148,16 +148,6 @@ def gap_of(step_seconds: float, bound_seconds: float | None) -> float | None:
     return max(0.0, (step_seconds - bound_seconds) / step_seconds)
 
 
-@attrs.frozen
-class Bound:
-    """A proven lower bound on every plan of a formulation."""
-
-    seconds: float
-    """The bound."""
-    source: str
-    """``"solver"``, ``"lagrangian"`` or ``"kernels"`` (every kernel at its fastest)."""
-
-
 @attrs.define
 class IncumbentPool:
     """Every plan a search holds (see the module docstring)."""
@@ -173,7 +163,6 @@ class IncumbentPool:
     listener: Listener = ignore
     """Told of every faster plan that passes."""
     _held: tuple[Held, ...] = ()
-    _bounds: dict[Formulation, Bound] = attrs.field(factory=dict)
 
     def offer(self, plan: Plan, source: Source, *,
               simulation: Simulation | None = None) -> Held | None:
@@ -225,16 +214,6 @@ class IncumbentPool:
         """The plan held last from ``source``, if any."""
         return next((h for h in reversed(self._held) if h.source == source), None)
 
-    def offer_bound(self, formulation: Formulation, bound: Bound) -> None:
-        """Keep ``bound`` on ``formulation``'s plans when it is the best known."""
-        known = self._bounds.get(formulation)
-        if math.isfinite(bound.seconds) and (known is None or bound.seconds > known.seconds):
-            self._bounds[formulation] = bound
 
-    def bound(self, formulation: Formulation) -> Bound | None:
-        """The best bound known on ``formulation``'s plans."""
-        return self._bounds.get(formulation)
-
-
-__all__ = ["Bound", "Held", "IncumbentPool", "Origin", "Source", "Test", "WarmStart", "allowed",
+__all__ = ["Held", "IncumbentPool", "Origin", "Source", "Test", "WarmStart", "allowed",
            "gap_of"]
