@@ -117,6 +117,8 @@ def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
         lower[ones], upper[zeros] = 1.0, 0.0
         logger.info("relax-and-fix: the LP fixes %d of %d binaries", int(ones.sum() + zeros.sum()),
                     int(binary.sum()))
+        if relaxed.termination is TerminationCondition.OPTIMAL and not (binary & ~ones & ~zeros).any():
+            return _integral(relaxed, x, ones, zeros)
         fixed, y = solver.solve(attrs.evolve(problem, col_lower=lower, col_upper=upper), config)
     except SolveInterruptedError:
         raise KeyboardInterrupt from None  # the user's Ctrl-C, not a failed start
@@ -136,6 +138,18 @@ def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
                           solve_seconds=relaxed.solve_seconds + fixed.solve_seconds,
                           handoff_seconds=relaxed.handoff_seconds + fixed.handoff_seconds)
     return RelaxAndFix(values=y, result=result, row_duals=relaxed.row_duals)
+
+
+def _integral(relaxed: SolveResult, x: np.ndarray, ones: np.ndarray,
+              zeros: np.ndarray) -> RelaxAndFix:
+    """The LP relaxation's optimum when it set every binary to 0 or 1: an optimum of the
+    MIP too, with the LP's objective as its bound. The fixed MIP is not solved (on a
+    stretch of chain:20000, 49,585 rows: HiGHS took 4.9 s over a model with nothing left
+    to decide)."""
+    values = np.array(x, dtype=np.float64)
+    values[ones], values[zeros] = 1.0, 0.0
+    result = attrs.evolve(relaxed, best_bound=relaxed.objective, row_duals=None)
+    return RelaxAndFix(values=values, result=result, row_duals=relaxed.row_duals)
 
 
 def retime(index: ModelIndex, start: np.ndarray, *, solver: Solver,

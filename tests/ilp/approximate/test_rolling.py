@@ -89,3 +89,29 @@ def test_out_of_time_keeps_what_was_planned_and_joins_the_rest_in_the_slowest_po
     assert np.array_equal(late.values[layout.kind == SLOT], layout.least[layout.kind == SLOT])
     full = decode_plan(index, rolled.values, graph, system, planner="rolling")
     assert float(simulate(full, graph, system, costs).step_seconds) <= min(steps) * (1 + 1e-9)
+
+
+@pytest.mark.highs
+def test_a_tensor_left_in_the_slowest_pool_ends_the_step_where_it_began_by_a_copy():
+    """Every tensor that exists before the step begins it in fast memory alone; planned to
+    kernel 1, the rest of each stays in the slowest pool and must end the step holding fast
+    memory again. Most have no edge from the slowest pool alone to fast memory alone (the
+    copy keeps its source): the last slot takes both pools (chain:20000 fell back to
+    greedy's plan: "the plan before kernel 5000 cannot be joined to the rest")."""
+    from autotm_core.ilp.approximate.rolling import _complete
+
+    graph = training_chain(8)
+    system, costs, index = setting(graph, 1.0, "synchronous")
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    values = layout.least.copy()
+    cyclic_first = np.unique(layout.tensor_slots[np.searchsorted(
+        layout.tensor_slots, layout.slot[layout.last_slot], side="right") - 1])
+    assert cyclic_first.size
+    states = np.flatnonzero((layout.kind == SLOT) & np.isin(layout.slot, cyclic_first))
+    fast_alone = index.states.index(next(st for st in index.states if st.pools == {0}))
+    values[states] = (layout.state[states] == fast_alone).astype(float)
+    partial = _complete(layout, values, np.full(layout.rows.shape[0], np.nan), 1)
+    assert partial is not None
+    plan = decode_plan(index, partial.values, graph, system, planner="partial")
+    assert verify_plan(plan, graph, system) == []

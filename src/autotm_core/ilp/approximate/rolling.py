@@ -185,7 +185,8 @@ def _left(deadline: float | None) -> float | None:
 def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
               s: int) -> RollingPlan | None:
     """The decisions before kernel ``s``, every later slot in its least-occupancy state
-    (a last slot with steady-state rows: the least one holding the first slot's pools).
+    (a last slot with steady-state rows: the least one holding the first slot's pools
+    that a synchronous edge reaches from the slot before).
 
     Each later transition takes the synchronous edge joining its two slots' states;
     ``None`` when one has none. Every slice kept room for these states (its far
@@ -204,7 +205,7 @@ def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
         return None
     edges = (kind == EDGE) & later
     out[edges] = 0.0
-    sync = np.flatnonzero(edges & ~layout.asynchronous)
+    sync = np.flatnonzero(edges & ~layout.asynchronous & layout.open_state)
     joins = sync[(chosen[layout.slot[sync] - 1] == layout.from_state[sync])
                  & (chosen[layout.slot[sync]] == layout.state[sync])]
     out[joins] = 1.0
@@ -225,7 +226,8 @@ def _end_where_begun(layout: ModelLayout, out: np.ndarray, chosen: np.ndarray,
         return True
     slot = layout.slot[lasts]
     first = layout.tensor_slots[np.searchsorted(layout.tensor_slots, slot, side="right") - 1]
-    ok = layout.covers[chosen[first], layout.state[lasts]] & layout.open_state[lasts]
+    ok = (layout.covers[chosen[first], layout.state[lasts]] & layout.open_state[lasts]
+          & _reachable(layout, chosen, lasts))
     fits = lasts[ok]
     pick = np.lexsort((fits, layout.state_order[layout.state[fits]], layout.slot[fits]))
     picked = fits[pick][np.diff(layout.slot[fits][pick], prepend=-1) != 0]
@@ -235,6 +237,18 @@ def _end_where_begun(layout: ModelLayout, out: np.ndarray, chosen: np.ndarray,
     out[picked] = 1.0
     chosen[layout.slot[picked]] = layout.state[picked]
     return True
+
+
+def _reachable(layout: ModelLayout, chosen: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """Per state column in ``states``: whether an open synchronous edge leads into it from
+    the state ``chosen`` for the slot before (a tensor in the slowest pool alone cannot
+    be moved to the fastest alone in one step: the copy keeps its source)."""
+    n_states = int(layout.covers.shape[0])
+    edges = np.flatnonzero((layout.kind == EDGE) & ~layout.asynchronous & layout.open_state)
+    after = layout.slot[edges]
+    edges = edges[chosen[after - 1] == layout.from_state[edges]]
+    open_keys = layout.slot[edges] * n_states + layout.state[edges]
+    return np.isin(layout.slot[states] * n_states + layout.state[states], open_keys)
 
 
 def _far_capacity(layout: ModelLayout, m: int) -> tuple[np.ndarray, np.ndarray]:
