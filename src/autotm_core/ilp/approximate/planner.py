@@ -153,6 +153,8 @@ class ApproximateSearch(SearchState):
     """The objective the Lagrangian bound aims at (a plan's, model units)."""
     row_duals: np.ndarray | None = None
     full_solve: bool = False
+    stretch_seconds: float = 0.0
+    """Seconds the stretches took (the whole-model solve needs several times as many)."""
     windowed: bool = False
     """Whether the windows improved a held plan (the stretches are then not planned)."""
     kernel_bound: float = 0.0
@@ -351,12 +353,14 @@ class Stretches:
 
         assert state.layout is not None and state.problem is not None
         strategy = state.strategy
+        started = time.perf_counter()
         with _solving(state):
             stretched = rolling_plan(state.layout, state.problem, solver=state.solver,
                                      core_kernels=strategy.stretch_kernels,
                                      margin_kernels=strategy.margin_kernels,
                                      relative_gap=state.relative_gap,
                                      deadline=_deadline(state, _reserve(state)))
+        state.stretch_seconds = time.perf_counter() - started
         if stretched is None:
             return
         state.termination = "stretches planned"
@@ -397,11 +401,21 @@ class LagrangianBound:
                                       row_duals=state.row_duals,
                                       deadline=_deadline(state, strategy.finish_seconds),
                                       max_iterations=strategy.full_solve_lagrangian_steps
-                                      if state.full_solve else strategy.lagrangian_steps,
+                                      if _whole_model_fits(state)
+                                      else strategy.lagrangian_steps,
                                       strategy=strategy)
         seconds = state.model.objective_seconds(priced.objective)
         if seconds > state.bound:
             state.bound, state.bound_source = seconds, "lagrangian"
+
+
+def _whole_model_fits(state: ApproximateSearch) -> bool:
+    """Whether the whole model is to be solved and the time left fits its solve."""
+    remaining = state.budget.remaining()
+    needed = max(state.strategy.min_full_solve_seconds,
+                 state.strategy.full_solve_stretch_factor * state.stretch_seconds)
+    return (state.index is not None and state.full_solve
+            and (remaining is None or remaining >= needed))
 
 
 @attrs.frozen
@@ -415,14 +429,10 @@ class WholeModel:
         return f"solving the whole model with {state.solver.name}"
 
     def wanted(self, state: ApproximateSearch) -> bool:
-        if state.index is None or not state.full_solve:
-            return False
         step = state.held_step()
         proven = step is not None and (step <= 0 or (step - state.bound) / step
                                        <= state.relative_gap)
-        remaining = state.budget.remaining()
-        return not proven and (remaining is None
-                               or remaining >= state.strategy.min_full_solve_seconds)
+        return not proven and _whole_model_fits(state)
 
     def run(self, state: ApproximateSearch) -> None:
         from autotm_core.ilp.warm import warm_start_from_plan

@@ -97,6 +97,8 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
         # a far transition of a slot decided now is left to the stretch that reaches it:
         # its edges count nothing in this slice
         values[(layout.kind == EDGE) & (layout.col_anchor >= m) & (layout.before_anchor < m)] = 0.0
+        if s > 0:  # every first slot is decided: the last ones are held where they end
+            _hold_last_slots(layout, values, m)
         piece = _slice(layout, problem, values, s=s, e=e, m=m)
         found = relax_and_fix_matrix(piece.sub, solver=solver, time_limit_seconds=_left(deadline),
                                      relative_gap=relative_gap, threads=1,
@@ -145,7 +147,7 @@ def _slice(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, s
     (see the module docstring), every column it holds at ``values``."""
     anchor, follows = layout.col_anchor, _follows(layout)
     near = (anchor >= s) & (anchor < m)
-    free = near | ((follows | layout.last_slot) & (anchor >= m))
+    free = near | ((follows | (layout.last_slot & (s == 0))) & (anchor >= m))
     far_rows, far_vars = _far_capacity(layout, m)
     free[far_vars] = False
     touched = np.zeros(layout.rows.shape[0], dtype=bool)
@@ -216,18 +218,32 @@ def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
     return RollingPlan(values=out, row_duals=duals, planned_kernels=s)
 
 
+def _hold_last_slots(layout: ModelLayout, values: np.ndarray, m: int) -> None:
+    """Hold every last slot with steady-state rows from kernel ``m`` on (in ``values``) in
+    the least-occupancy state that holds its first slot's pools, as decided in
+    ``values``: what the slice then reserves for it where the step ends (the edge into it
+    is left to the stretch that reaches it)."""
+    slots = layout.kind == SLOT
+    chosen = np.full(int(layout.slot.max()) + 1 if layout.slot.size else 0, -1, dtype=np.int64)
+    held = slots & (values > 0.5)
+    chosen[layout.slot[held]] = layout.state[held]
+    _end_where_begun(layout, values, chosen, layout.col_anchor >= m, reachable=False)
+
+
 def _end_where_begun(layout: ModelLayout, out: np.ndarray, chosen: np.ndarray,
-                     later: np.ndarray) -> bool:
+                     later: np.ndarray, *, reachable: bool = True) -> bool:
     """Put every later last slot with steady-state rows (in ``out`` and ``chosen``) in the
-    least-occupancy state its bounds allow that holds its first slot's pools; ``False``
-    when one has none."""
+    least-occupancy state its bounds allow that holds its first slot's pools (and, when
+    ``reachable``, that a synchronous edge reaches from the slot before); ``False`` when
+    one has none."""
     lasts = np.flatnonzero(layout.last_slot & later)
     if lasts.size == 0:
         return True
     slot = layout.slot[lasts]
     first = layout.tensor_slots[np.searchsorted(layout.tensor_slots, slot, side="right") - 1]
-    ok = (layout.covers[chosen[first], layout.state[lasts]] & layout.open_state[lasts]
-          & _reachable(layout, chosen, lasts))
+    ok = layout.covers[chosen[first], layout.state[lasts]] & layout.open_state[lasts]
+    if reachable:
+        ok &= _reachable(layout, chosen, lasts)
     fits = lasts[ok]
     pick = np.lexsort((fits, layout.state_order[layout.state[fits]], layout.slot[fits]))
     picked = fits[pick][np.diff(layout.slot[fits][pick], prepend=-1) != 0]
@@ -273,6 +289,7 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
     """
     decision = layout.kind != OCCUPANCY
     held = np.where(~free & decision, values, 0.0)
+    held_last = np.where(layout.last_slot, held, 0.0)
     position = np.full(len(free), -1, dtype=np.int64)
     position[cols] = np.arange(cols.size)
     chains: list[_Chain] = []
@@ -282,7 +299,7 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
             continue
         # the chain starts from the slice's last occupancy variable of the pool
         chain = _breakpoint_chain(layout, problem, rows_q[2 * m - 1:], vars_q[2 * m - 1:],
-                                  cols=cols, decision=decision, held=held,
+                                  cols=cols, decision=decision, held=held, held_last=held_last,
                                   link=position[vars_q[2 * m - 2]],
                                   first_column=sub.n_columns + n_new)
         chains.append(chain)
@@ -306,15 +323,21 @@ class _Chain(NamedTuple):
 
 def _breakpoint_chain(layout: ModelLayout, problem: MatrixProblem, far_rows: np.ndarray,
                       far_vars: np.ndarray, *, cols: np.ndarray, decision: np.ndarray,
-                      held: np.ndarray, link: int, first_column: int) -> _Chain:
+                      held: np.ndarray, held_last: np.ndarray, link: int,
+                      first_column: int) -> _Chain:
     """The chain of one pool's running-sum rows ``far_rows`` (occupancy variables
-    ``far_vars``), its variables numbered from ``first_column`` in the slice."""
+    ``far_vars``), its variables numbered from ``first_column`` in the slice; the held
+    last slots among ``held`` (``held_last``) count from the boundary before them."""
     import scipy.sparse as sp
 
     lower = np.asarray(problem.col_lower, dtype=np.float64)
     upper = np.asarray(problem.col_upper, dtype=np.float64)
     matrix = layout.rows[far_rows]
-    known = np.cumsum(-(matrix @ held))  # bytes the held decisions add, half step by step
+    added = -(matrix @ (held - held_last))  # bytes the held decisions add, half step by step
+    last = -(matrix @ held_last)
+    added[:-1] += last[1:]
+    added[0] += last[0]
+    known = np.cumsum(added)
     own = matrix[:, cols].tocsr()
     own = own.multiply(decision[cols][np.newaxis, :]).tocsr()
     own.eliminate_zeros()
