@@ -8,6 +8,7 @@ benchmark added without a case here fails :func:`test_every_benchmark_has_a_smok
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -52,11 +53,16 @@ SMOKE = {
     "bench_ilp.py": (("chain-3", "--time-limit", "20"), r"example:chain-3: \{"),
     "bench_ilp_scaling.py": (("chain:3", "--time-limit", "20"), r"chain:3 +10 "),
     "bench_large.py": (("--smoke",), r"chain:100 +100 "),
+    "bench_llama.py": (("--smoke",), r"4:1 +\d+ kernels, peak .* plan from "),
     "bench_simulator.py": (("--smoke",), r"numba and reference agree"),
     "gpu_check.py": ((), r"no GPU here"),
 }
 """Script -> (its smallest input, what it prints when it ran); paper_eval and
 golden_figures have tests of their own below."""
+
+NEEDS = {"bench_llama.py": ("torch", "transformers", "autotm_torch")}
+"""Script -> the modules it cannot run without (the nox tests session installs them: the torch
+plugin with its ``test`` extra); its smoke case is skipped, saying so, where one is missing."""
 
 FAST = {"bench_graph.py"}
 """The one under two seconds on a shared two-core machine (the others take 3 to 12: importing
@@ -88,6 +94,10 @@ def test_help_says_what_the_benchmark_does(
     pytest.param(name, marks=[] if name in FAST else [pytest.mark.slow])
     for name in sorted(SMOKE)])
 def test_benchmark_runs_on_its_smallest_input(script: str) -> None:
+    missing = [m for m in NEEDS.get(script, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{script} needs {', '.join(missing)}: pip install -e "
+                    '"plugins/autotm-torch[test]"')
     args, expected = SMOKE[script]
     ran(run(script, *args), expected)
 
