@@ -58,8 +58,8 @@ class SolveStats:
     bound_seconds: float | None
     """A proven lower bound on the optimal step time (``None`` when unknown)."""
     bound_source: str
-    """Where the bound comes from: ``"solver"``, ``"lagrangian"`` or ``"kernels"`` (every
-    kernel at its fastest); ``""`` without a bound."""
+    """Where the bound comes from: ``"solver"``, ``"lp relaxation"``, ``"lagrangian"`` or
+    ``"kernels"`` (every kernel at its fastest); ``""`` without a bound."""
     gap: float | None
     """Relative distance between the plan and the bound (``None`` when unknown)."""
     build_seconds: float

@@ -72,7 +72,8 @@ def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
     capacity = int(graph.liveness.peak_nbytes * 0.4)
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
                               relative_gap=0.0, strategy=attrs.evolve(
-                                  DEFAULT_STRATEGY, stretch_kernels=6, full_solve_kernels=0))
+                                  DEFAULT_STRATEGY, stretch_kernels=6, full_solve_kernels=0,
+                                  full_solve_stretch_factor=float("inf")))
     greedy = Source(Origin.BASELINE, name="greedy")
     assert result.source in {Source(Origin.STRETCHES, Formulation.SYNCHRONOUS), greedy}
     assert result.termination == "stretches planned" or result.source == greedy
@@ -88,6 +89,23 @@ def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
                             strategy=attrs.evolve(DEFAULT_STRATEGY, stretch_kernels=6))
     assert full.step_seconds == pytest.approx(exact.step_seconds, rel=1e-6)
     assert full.bound_source in {"solver", "lagrangian"} and full.gap < 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.highs
+def test_the_whole_model_relaxed_and_fixed_after_the_stretches_bounds_by_its_lp():
+    graph = training_chain(8)
+    system = preset("optane-2019")
+    capacity = int(graph.liveness.peak_nbytes * 0.4)
+    result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
+                              relative_gap=0.0, strategy=attrs.evolve(
+                                  DEFAULT_STRATEGY, stretch_kernels=6, full_solve_kernels=0))
+    assert result.termination == "relax-and-fix of the whole model"
+    assert result.bound_source == "lp relaxation"
+    assert verify_plan(result.plan, graph, result.system) == []
+    exact = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0)
+    assert result.bound_seconds <= exact.step_seconds * (1 + 1e-7)
+    assert result.step_seconds >= exact.step_seconds * (1 - 1e-7)
 
 
 @pytest.mark.parametrize("solver", [pytest.param("glpk", marks=pytest.mark.glpk),

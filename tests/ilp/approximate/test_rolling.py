@@ -115,3 +115,42 @@ def test_a_tensor_left_in_the_slowest_pool_ends_the_step_where_it_began_by_a_cop
     assert partial is not None
     plan = decode_plan(index, partial.values, graph, system, planner="partial")
     assert verify_plan(plan, graph, system) == []
+
+
+def test_the_last_stretch_takes_a_short_tail_with_it():
+    from autotm_core.ilp.approximate.rolling import _stretches
+
+    assert _stretches(9264, 1000, 250) == [(s, s + 1000) for s in range(0, 8000, 1000)] + [
+        (8000, 9264)]
+    assert _stretches(3000, 1000, 250) == [(0, 1000), (1000, 2000), (2000, 3000)]
+    assert _stretches(700, 1000, 250) == [(0, 700)]
+    assert _stretches(10, 3, 0) == [(0, 3), (3, 6), (6, 10)]
+
+
+@pytest.mark.highs
+def test_a_stretch_with_no_solution_is_planned_again_with_the_one_before(monkeypatch):
+    """What a stretch decided can leave the next one no solution (the Llama-7B-shaped step:
+    the optimizer's stretch at the end could not bring every tensor back): both are planned
+    again as one stretch, and the plan stays feasible for the whole model."""
+    import autotm_core.ilp.approximate.rolling as rolling
+
+    graph = training_chain(8)
+    system, costs, index = setting(graph, 0.4, "synchronous")
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    solve, tried = rolling._solve_slice, []
+
+    def first_try_of_the_third_fails(piece, *args, s, e, **kwargs):
+        tried.append((s, e))
+        if (s, e) == (10, 15):
+            return False
+        return solve(piece, *args, s=s, e=e, **kwargs)
+
+    monkeypatch.setattr(rolling, "_solve_slice", first_try_of_the_third_fails)
+    rolled = rolling_plan(layout, problem, solver=HIGHS, core_kernels=5, margin_kernels=0,
+                          relative_gap=0.0)
+    assert tried[:4] == [(0, 5), (5, 10), (10, 15), (5, 15)]
+    assert rolled is not None and rolled.planned_kernels == len(graph.kernels)
+    assert index.lp.violations(rolled.values, tolerance=1e-6) == []
+    plan = decode_plan(index, rolled.values, graph, system, planner="rolling")
+    assert verify_plan(plan, graph, system) == []

@@ -51,8 +51,8 @@ from autotm_core.ilp.approximate.layout import (
     ModelLayout,
     restricted_problem,
 )
-from autotm_core.ilp.incumbent import RelaxAndFix, relax_and_fix_matrix
-from autotm_core.solvers.base import MatrixProblem, Solver, SolverConfig
+from autotm_core.ilp.incumbent import RelaxAndFix, Unrelaxed, relax_and_fix_matrix
+from autotm_core.solvers.base import MatrixProblem, Solver, SolverConfig, TerminationCondition
 
 logger = logging.getLogger(__name__)
 
@@ -85,11 +85,14 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
     """
     n = layout.n_kernels
     binary = np.asarray(problem.is_integer, dtype=bool)
-    values = np.where(_follows(layout), 0.0, layout.least)
+    unplanned = np.where(_follows(layout), 0.0, layout.least)
+    values = unplanned.copy()
     duals = np.full(layout.rows.shape[0], np.nan)
-    core = max(1, core_kernels)
-    for s in range(0, n, core):
-        e, m = min(n, s + core), min(n, s + core + max(0, margin_kernels))
+    stretches = _stretches(n, max(1, core_kernels), max(0, margin_kernels))
+    i = 0
+    while i < len(stretches):
+        s, e = stretches[i]
+        m = min(n, e + max(0, margin_kernels))
         left = _left(deadline)
         if left is not None and left <= 0:
             logger.info("rolling: out of time before stretch %d-%d of %d kernels", s, e, n)
@@ -100,27 +103,71 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
         if s > 0:  # every first slot is decided: the last ones are held where they end
             _hold_last_slots(layout, values, m)
         piece = _slice(layout, problem, values, s=s, e=e, m=m)
-        found = relax_and_fix_matrix(piece.sub, solver=solver, time_limit_seconds=_left(deadline),
-                                     relative_gap=relative_gap, threads=1,
-                                     duals=solver.capabilities.duals)
-        if isinstance(found, RelaxAndFix):
-            _keep(layout, piece, found, values, duals, s=s, e=e)
+        solved = _solve_slice(piece, solver, relative_gap, deadline, layout=layout,
+                              values=values, duals=duals, s=s, e=e)
+        if solved:
+            i += 1
             continue
-        # fixing what the LP made integral can leave the rest without a solution: solve it all
         left = _left(deadline)
         if left is not None and left <= 0:
             logger.info("rolling: out of time in stretch %d-%d of %d kernels", s, e, n)
             return _complete(layout, values, duals, s)
-        config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap, threads=1,
-                              warm_start=False)
-        _, solved = solver.solve(piece.sub, config)
-        if solved is None:
+        if i == 0:
             logger.info("rolling: stretch %d-%d has no solution", s, e)
             return None
-        values[piece.cols] = solved[:piece.cols.size]
+        # what the stretch before decided leaves this one no solution: plan both again
+        before = stretches[i - 1][0]
+        logger.info("rolling: stretch %d-%d has no solution; planning it with the one before "
+                    "(%d-%d)", s, e, before, e)
+        stretches[i - 1:i + 1] = [(before, e)]
+        i -= 1
+        again = layout.col_anchor >= before
+        values[again] = unplanned[again]
+        duals[layout.row_anchor >= before] = np.nan
     binaries = binary & np.isfinite(values)
     values[binaries] = np.round(values[binaries])
     return RollingPlan(values=values, row_duals=duals, planned_kernels=n)
+
+
+def _solve_slice(piece: _Slice, solver: Solver, relative_gap: float, deadline: float | None, *,
+                 layout: ModelLayout, values: np.ndarray, duals: np.ndarray, s: int,
+                 e: int) -> bool:
+    """Solve ``piece`` (relax-and-fix, else the slice whole) and keep its solution in
+    ``values`` and ``duals``; ``False`` when it has none (or the deadline came first)."""
+    found = relax_and_fix_matrix(piece.sub, solver=solver, time_limit_seconds=_left(deadline),
+                                 relative_gap=relative_gap, threads=1,
+                                 duals=solver.capabilities.duals)
+    if isinstance(found, RelaxAndFix):
+        _keep(layout, piece, found, values, duals, s=s, e=e)
+        return True
+    if isinstance(found, Unrelaxed) and found.termination is TerminationCondition.INFEASIBLE:
+        return False  # the slice's LP relaxation has no solution: nor has the slice
+    # fixing what the LP made integral can leave the rest without a solution: solve it all
+    left = _left(deadline)
+    if left is not None and left <= 0:
+        return False
+    config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap, threads=1,
+                          warm_start=False)
+    _, solved = solver.solve(piece.sub, config)
+    if solved is None:
+        return False
+    values[piece.cols] = solved[:piece.cols.size]
+    return True
+
+
+def _stretches(n: int, core: int, margin: int) -> list[tuple[int, int]]:
+    """The stretches ``(s, e)`` of ``n`` kernels: ``core`` kernels each, the last one
+    taking the rest when it is shorter than half a stretch or the margin (the end of the
+    step, where every tensor that exists before it returns where it began, is then
+    decided with the kernels before it, not in a short stretch of its own: the
+    Llama-7B-shaped step had a last stretch of 264 kernels with no solution)."""
+    stretches = []
+    s = 0
+    while s < n:
+        e = n if n - (s + core) <= max(margin, core // 2) else s + core
+        stretches.append((s, e))
+        s = e
+    return stretches
 
 
 class _Slice(NamedTuple):
