@@ -117,7 +117,8 @@ def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
         lower[ones], upper[zeros] = 1.0, 0.0
         logger.info("relax-and-fix: the LP fixes %d of %d binaries", int(ones.sum() + zeros.sum()),
                     int(binary.sum()))
-        if relaxed.termination is TerminationCondition.OPTIMAL and not (binary & ~ones & ~zeros).any():
+        settled = relaxed.termination is TerminationCondition.OPTIMAL
+        if settled and not (binary & ~ones & ~zeros).any():
             return _integral(relaxed, x, ones, zeros)
         fixed, y = solver.solve(attrs.evolve(problem, col_lower=lower, col_upper=upper), config)
     except SolveInterruptedError:

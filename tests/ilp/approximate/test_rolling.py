@@ -101,7 +101,7 @@ def test_a_tensor_left_in_the_slowest_pool_ends_the_step_where_it_began_by_a_cop
     from autotm_core.ilp.approximate.rolling import _complete
 
     graph = training_chain(8)
-    system, costs, index = setting(graph, 1.0, "synchronous")
+    system, _costs, index = setting(graph, 1.0, "synchronous")
     problem = to_matrix_problem(index.lp)
     layout = model_layout(index, problem)
     values = layout.least.copy()
@@ -135,7 +135,7 @@ def test_a_stretch_with_no_solution_is_planned_again_with_the_one_before(monkeyp
     import autotm_core.ilp.approximate.rolling as rolling
 
     graph = training_chain(8)
-    system, costs, index = setting(graph, 0.4, "synchronous")
+    system, _costs, index = setting(graph, 0.4, "synchronous")
     problem = to_matrix_problem(index.lp)
     layout = model_layout(index, problem)
     solve, tried = rolling._solve_slice, []
