@@ -6,7 +6,7 @@ its own process (so peak memory is that graph's): seconds for greedy, for
 building the model with its reductions and warm start, for the solver, end to
 end; what the reductions fixed; the plan's step time against greedy and against
 the proven lower bound (the worst-case gap); with ``--exact S``, also against
-the exact planner (``plan_graph``, 0.1% gap, S seconds); and peak memory.
+the exact planner (``plan_graph``, 0.1% gap, S seconds); peak memory and the load average (1 minute) when the graph ended.
 
     python benchmarks/bench_large.py [SOURCE ...] [--ratio 4:1] [--budget 60] [--exact S]
     python benchmarks/bench_large.py --smoke       # chain:100 with a 3 s budget
@@ -171,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, ratio {args.ratio},"
           f" budget {args.budget:.0f} s")
     print(f"{'graph':<24}{'kern':>6}{'bin':>8}{'nnz':>9}{'greedy':>7}{'build':>7}{'solve':>7}"
-          f"{'total':>7}{'fixed':>7}{'plan':>16}{'/greedy':>8}{'gap<=':>7}{'/exact':>7}"
-          f"{'MiB':>6}  bound, stop")
+          f"{'total':>7}{'fixed':>7}{'plan':>18}{'/greedy':>8}{'gap<=':>7}{'/exact':>7}"
+          f"{'MiB':>7}{'load':>6}  bound, stop")
     failed = []
     for source in args.sources:
         command = [sys.executable, __file__, source, "--one", "--ratio", args.ratio,
@@ -191,8 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         gap = "-" if r["gap"] is None else f"{100 * r['gap']:.1f}%"
         print(f"{r['graph']:<24}{r['kernels']:>6}{r['bin']:>8}{r['nnz']:>9}{r['greedy_s']:>7.1f}"
               f"{r['build_s']:>7.1f}{r['solve_s']:>7.1f}{r['total_s']:>7.1f}{r['fixed']:>7}"
-              f"{r['source']:>16}{vs_greedy:>8}{gap:>7}{exact:>7}"
-              f"{child.peak_mib:>6.0f}  {r['bound']}, {r['term']}", flush=True)
+              f" {r['source']:>17}{vs_greedy:>8}{gap:>7}{exact:>7}"
+              f"{child.peak_mib:>7.0f}{os.getloadavg()[0]:>6.1f}  {r['bound']}, {r['term']}",
+              flush=True)
     if failed:
         print(f"{len(failed)} of {len(args.sources)} graphs failed: {', '.join(failed)}",
               file=sys.stderr)

@@ -154,3 +154,27 @@ def test_a_stretch_with_no_solution_is_planned_again_with_the_one_before(monkeyp
     assert index.lp.violations(rolled.values, tolerance=1e-6) == []
     plan = decode_plan(index, rolled.values, graph, system, planner="rolling")
     assert verify_plan(plan, graph, system) == []
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("formulation", ["synchronous", "asynchronous"])
+def test_a_second_pass_over_the_stretches_never_makes_the_plan_worse(formulation):
+    from autotm_core.ilp.approximate.rolling import revisit
+
+    graph = training_chain(8)
+    system, costs, index = setting(graph, 0.4, formulation)
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    rolled = rolling_plan(layout, problem, solver=HIGHS, core_kernels=5, margin_kernels=0,
+                          relative_gap=0.0)
+    assert rolled is not None
+    first = decode_plan(index, rolled.values, graph, system, planner="rolling")
+    again = revisit(layout, problem, rolled.values, solver=HIGHS, core_kernels=5,
+                    relative_gap=0.0)
+    assert again.revisited >= 5
+    plan = decode_plan(index, again.values, graph, system, planner="revisited")
+    assert verify_plan(plan, graph, system) == []
+    step = float(simulate(plan, graph, system, costs).step_seconds)
+    assert step <= float(simulate(first, graph, system, costs).step_seconds) * (1 + 1e-9)
+    optimum, _ = HIGHS.solve(problem, SolverConfig(relative_gap=0.0))
+    assert step >= index.objective_seconds(optimum.objective) * (1 - 1e-7)

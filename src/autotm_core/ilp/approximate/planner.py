@@ -431,6 +431,42 @@ class WholeRelaxAndFix:
 
 
 @attrs.frozen
+class Revisit:
+    """A second pass over the stretches of the complete plan held, each planned again with
+    everything else at its planned values (:func:`~autotm_core.ilp.approximate.rolling.revisit`)."""
+
+    name = "revisit"
+
+    def says(self, state: ApproximateSearch) -> str:
+        return "planning each stretch again with its neighbours held"
+
+    def wanted(self, state: ApproximateSearch) -> bool:
+        return (_built_in_time(state) and state.start is not None and not state.windowed
+                and len(state.graph.kernels) > state.strategy.stretch_kernels)
+
+    def run(self, state: ApproximateSearch) -> None:
+        from autotm_core.ilp.approximate.rolling import revisit
+
+        assert state.layout is not None and state.problem is not None
+        assert state.start is not None
+        with _solving(state):
+            again = revisit(state.layout, state.problem, state.start, solver=state.solver,
+                            core_kernels=state.strategy.stretch_kernels,
+                            relative_gap=state.relative_gap,
+                            deadline=_deadline(state, _reserve(state)))
+        logger.info("revisit: %d of %d stretches improved", again.improved, again.revisited)
+        if not again.improved:
+            return
+        state.offer(again.values, Source(Origin.STRETCHES, state.formulation), {
+            "stretch_kernels": state.strategy.stretch_kernels,
+            "revisited_stretches": again.revisited, "improved_stretches": again.improved})
+        state.start = None  # its occupancies are not all set: a start comes from the plan
+        step = state.held_step()
+        if step is not None:
+            state.target = step / state.model.seconds_per_unit
+
+
+@attrs.frozen
 class LagrangianBound:
     """A lower bound from the Lagrangian relaxation, started from the stretches' LP prices."""
 
@@ -514,7 +550,7 @@ class WholeModel:
 
 
 APPROXIMATE_STEPS = (Baseline(), Build(), Windows(), Stretches(), WholeRelaxAndFix(),
-                     LagrangianBound(), WholeModel())
+                     Revisit(), LagrangianBound(), WholeModel())
 """The approximate planner's steps, in order (see the module docstring)."""
 
 

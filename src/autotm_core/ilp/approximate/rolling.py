@@ -129,6 +129,58 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
     return RollingPlan(values=values, row_duals=duals, planned_kernels=n)
 
 
+@attrs.frozen(kw_only=True, eq=False)
+class Revisited:
+    """A complete plan after a second pass over its stretches."""
+
+    values: np.ndarray
+    """One value per column of the model; occupancies beyond the last stretch improved are
+    not set again (decode the states and edges)."""
+    improved: int
+    """Stretches whose plan the pass improved."""
+    revisited: int
+    """Stretches the pass solved again before its deadline."""
+
+
+def revisit(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, solver: Solver,
+            core_kernels: int, relative_gap: float,
+            deadline: float | None = None) -> Revisited:
+    """A second pass over the complete plan ``values``: each stretch of ``core_kernels``
+    kernels planned again by relax-and-fix, everything else held at its planned values
+    (the transitions out of its slots free, wherever they are: the first pass left those
+    to later stretches and so could not see what keeping an activation in fast memory
+    saves at its use in the backward pass). A stretch's new plan is kept when it is
+    better; each kept plan is feasible for the whole model, so the pass never makes the
+    plan worse. Stops at ``deadline``.
+    """
+    values = np.array(values, dtype=np.float64)
+    cost = np.asarray(problem.cost, dtype=np.float64)
+    n, core = layout.n_kernels, max(1, core_kernels)
+    improved = revisited = 0
+    gained = True
+    while gained:  # pass after pass, the stretches and then the same staggered by half
+        gained = False
+        for s, e in _stretches(n, core, 0) + _stretches(n, core, 0, first=core // 2):
+            left = _left(deadline)
+            if left is not None and left <= 0:
+                return Revisited(values=values, improved=improved, revisited=revisited)
+            piece = _slice(layout, problem, values, s=s, e=e, m=e, again=True)
+            found = relax_and_fix_matrix(piece.sub, solver=solver, time_limit_seconds=left,
+                                         relative_gap=relative_gap, threads=1)
+            if not isinstance(found, RelaxAndFix):
+                continue
+            revisited += 1
+            new = found.values[:piece.cols.size]
+            gain = float(cost[piece.cols] @ values[piece.cols] - cost[piece.cols] @ new)
+            if gain > 1e-9 * max(1.0, abs(float(cost @ values))):
+                logger.info("revisit: stretch %d-%d gains %.6g", s, e, gain)
+                binary = np.asarray(piece.sub.is_integer, dtype=bool)[:piece.cols.size]
+                values[piece.cols] = np.where(binary, np.round(new), new)
+                improved += 1
+                gained = True
+    return Revisited(values=values, improved=improved, revisited=revisited)
+
+
 def _solve_slice(piece: _Slice, solver: Solver, relative_gap: float, deadline: float | None, *,
                  layout: ModelLayout, values: np.ndarray, duals: np.ndarray, s: int,
                  e: int) -> bool:
@@ -155,14 +207,15 @@ def _solve_slice(piece: _Slice, solver: Solver, relative_gap: float, deadline: f
     return True
 
 
-def _stretches(n: int, core: int, margin: int) -> list[tuple[int, int]]:
+def _stretches(n: int, core: int, margin: int, *, first: int = 0) -> list[tuple[int, int]]:
     """The stretches ``(s, e)`` of ``n`` kernels: ``core`` kernels each, the last one
     taking the rest when it is shorter than half a stretch or the margin (the end of the
     step, where every tensor that exists before it returns where it began, is then
     decided with the kernels before it, not in a short stretch of its own: the
-    Llama-7B-shaped step had a last stretch of 264 kernels with no solution)."""
-    stretches = []
-    s = 0
+    Llama-7B-shaped step had a last stretch of 264 kernels with no solution). With
+    ``first``, the first stretch has that many kernels (stretches staggered)."""
+    stretches = [(0, first)] if 0 < first < n else []
+    s = stretches[0][1] if stretches else 0
     while s < n:
         e = n if n - (s + core) <= max(margin, core // 2) else s + core
         stretches.append((s, e))
@@ -189,29 +242,51 @@ def _follows(layout: ModelLayout) -> np.ndarray:
 
 
 def _slice(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, s: int, e: int,
-           m: int) -> _Slice:
+           m: int, again: bool = False) -> _Slice:
     """The slice planning the stretch of kernels ``s..e - 1`` with its margin up to ``m``
-    (see the module docstring), every column it holds at ``values``."""
+    (see the module docstring), every column it holds at ``values``.
+
+    ``again``: the slice of a second pass over a complete plan (``m`` is ``e``): what
+    comes later is held at its planned values, not at its least-occupancy state, so the
+    transitions out of the stretch's slots stay free wherever they are (with the rows
+    they are in, the time of the kernels there among them).
+    """
     anchor, follows = layout.col_anchor, _follows(layout)
     near = (anchor >= s) & (anchor < m)
-    free = near | ((follows | (layout.last_slot & (s == 0))) & (anchor >= m))
+    is_integer = np.asarray(problem.is_integer, dtype=bool)
+    integer = is_integer & (anchor >= s) & (anchor < e)
+    exits = np.zeros(anchor.size, dtype=bool)
+    if again:
+        exits = ((layout.kind == EDGE) & (layout.before_anchor >= s) & (layout.before_anchor < e)
+                 & (anchor >= m))
+        integer |= exits & is_integer
+        free = near | exits
+    else:
+        free = near | ((follows | (layout.last_slot & (s == 0))) & (anchor >= m))
     far_rows, far_vars = _far_capacity(layout, m)
+    # far kernel-time rows count only where a decision of the slice loads them (an
+    # asynchronous move overlapping a kernel beyond the margin, a transition out of it)
+    loads = np.zeros(layout.rows.shape[0], dtype=bool)
+    loads[layout.columns[:, np.flatnonzero((near & ~follows) | exits)].indices] = True
+    if again:  # the later kernel times its decisions load are free, the others held
+        loaded = np.zeros(anchor.size, dtype=bool)
+        loaded[layout.rows[np.flatnonzero(loads & layout.time_row)].indices] = True
+        free |= loaded & (layout.kind == TIME) & (anchor >= m)
+        free |= (layout.kind == OCCUPANCY) & (anchor >= m)  # the far ones are dropped next
     free[far_vars] = False
     touched = np.zeros(layout.rows.shape[0], dtype=bool)
     touched[layout.columns[:, np.flatnonzero(free)].indices] = True
-    # far kernel-time rows count only where a decision of the slice loads them (an
-    # asynchronous move overlapping a kernel beyond the margin)
-    loads = np.zeros(layout.rows.shape[0], dtype=bool)
-    loads[layout.columns[:, np.flatnonzero(near & ~follows)].indices] = True
+    exit_rows = np.zeros(layout.rows.shape[0], dtype=bool)
+    exit_rows[layout.columns[:, np.flatnonzero(exits)].indices] = True
     touched &= (layout.capacity_row | layout.cyclic_row | (layout.row_anchor < m)
-                | (layout.time_row & loads))
+                | (layout.time_row & loads) | exit_rows)
     touched[far_rows] = False
     rows = np.flatnonzero(touched)
-    integer = np.asarray(problem.is_integer, dtype=bool) & (anchor >= s) & (anchor < e)
     sub, cols = restricted_problem(layout, problem, rows=rows, free=free, values=values,
                                    cost=np.asarray(problem.cost, dtype=np.float64),
                                    integer=integer, name=f"stretch {s}-{e}")
-    sub = _with_far_capacity(sub, layout, problem, m=m, cols=cols, free=free, values=values)
+    sub = _with_far_capacity(sub, layout, problem, m=m, cols=cols, free=free, values=values,
+                             count_from_the_boundary=not again)
     return _Slice(sub, cols, rows)
 
 
@@ -323,8 +398,8 @@ def _far_capacity(layout: ModelLayout, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixProblem, *,
-                       m: int, cols: np.ndarray, free: np.ndarray,
-                       values: np.ndarray) -> MatrixProblem:
+                       m: int, cols: np.ndarray, free: np.ndarray, values: np.ndarray,
+                       count_from_the_boundary: bool = True) -> MatrixProblem:
     """``sub`` with the capacity of half steps ``2m`` on, compressed exactly.
 
     From there on only decisions held elsewhere change the bytes held, except where a
@@ -336,7 +411,7 @@ def _with_far_capacity(sub: MatrixProblem, layout: ModelLayout, problem: MatrixP
     """
     decision = layout.kind != OCCUPANCY
     held = np.where(~free & decision, values, 0.0)
-    held_last = np.where(layout.last_slot, held, 0.0)
+    held_last = np.where(layout.last_slot & count_from_the_boundary, held, 0.0)
     position = np.full(len(free), -1, dtype=np.int64)
     position[cols] = np.arange(cols.size)
     chains: list[_Chain] = []

@@ -121,10 +121,11 @@ class Strategy:
     """Up to this many kernels, the whole model is solved after the stretches, from them."""
     min_full_solve_seconds: float = attrs.field(default=1.0, validator=_positive)
     """The approximate planner does not start the whole-model solve with less time left."""
-    full_solve_stretch_factor: float = attrs.field(default=3.0, validator=_non_negative)
-    """Nor with less than this many times the seconds the stretches took: its presolve and
-    root LP outlast them (chain:5000 on optane-2019 4:1: stretches 9.5 s, HiGHS still in
-    its presolve 30 s later, past a 20 s budget)."""
+    full_solve_stretch_factor: float = attrs.field(default=6.0, validator=_non_negative)
+    """Nor the whole model's relax-and-fix or solve with less than this many times the seconds
+    the stretches took: their LP relaxation alone outlasts them (2 cores, HiGHS's simplex:
+    chain:5000 on optane-2019 4:1, stretches 9.5 s, whole LP 50 s; the Llama-7B-shaped step
+    on gpu-h200 1:1, stretches 13-20 s, relax-and-fix of the whole model 60 s)."""
     stall_steps: int = attrs.field(default=30, validator=_count)
     """The Lagrangian subgradient halves its step after this many steps without a better
     bound."""
