@@ -6,7 +6,8 @@ its own process (so peak memory is that graph's): seconds for greedy, for
 building the model with its reductions and warm start, for the solver, end to
 end; what the reductions fixed; the plan's step time against greedy and against
 the proven lower bound (the worst-case gap); with ``--exact S``, also against
-the exact planner (``plan_graph``, 0.1% gap, S seconds); peak memory and the load average (1 minute) when the graph ended.
+the exact planner (``plan_graph``, 0.1% gap, S seconds); peak memory, and the load
+average (1 minute) when the graph ended.
 
     python benchmarks/bench_large.py [SOURCE ...] [--ratio 4:1] [--budget 60] [--exact S]
     python benchmarks/bench_large.py --smoke       # chain:100 with a 3 s budget
