@@ -33,7 +33,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from autotm_core.planning import PlanSettings
 
@@ -148,6 +150,47 @@ def describe_failure(child: Child) -> str:
     return f"exit status {child.returncode}: {error}"
 
 
+DOC = Path(__file__).resolve().parents[1] / "docs" / "large-graphs.md"
+"""The document whose tables ``--doc`` rewrites."""
+
+DOC_COLUMNS = ("graph (budget)", "kernels", "binaries", "build s", "solve s", "total s",
+               "plan from", "/greedy", "gap <=", "bound from, stop", "/exact", "peak MiB",
+               "load")
+"""The columns of :data:`DOC`'s table of this benchmark."""
+
+
+def write_rows(path: Path, table: str, columns: Sequence[str], rows: dict[str, list[str]]) -> None:
+    """Put ``rows`` (the first cell of each its key) into the table ``table`` of ``path``:
+    the lines between ``<!-- table:TABLE -->`` and ``<!-- /table:TABLE -->``. A row with
+    the same first cell is replaced, the others kept, so runs with different budgets fill
+    one table; a header of ``columns`` is written when the table is empty."""
+    text = path.read_text()
+    begin, end = f"<!-- table:{table} -->", f"<!-- /table:{table} -->"
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path} has no table {table!r} ({begin} ... {end})")
+    head, rest = text.split(begin, 1)
+    body, tail = rest.split(end, 1)
+    fresh = {key: f"| {' | '.join(cells)} |" for key, cells in rows.items()}
+    lines = [f"| {' | '.join(columns)} |", "|" + "---|" * len(columns)]
+    for line in body.strip().splitlines()[2:]:
+        lines.append(fresh.pop(line.split("|")[1].strip(), line))
+    lines += fresh.values()
+    path.write_text(f"{head}{begin}\n" + "\n".join(lines) + f"\n{end}{tail}")
+
+
+def doc_row(r: dict[str, object], budget: float, peak_mib: float, load: float) -> list[str]:
+    """:data:`DOC_COLUMNS`' cells of one graph's result ``r``."""
+    def ratio(value: object) -> str:
+        return "-" if value is None else f"{float(value):.3f}"  # type: ignore[arg-type]
+
+    gap = "-" if r["gap"] is None else f"{100 * float(r['gap']):.1f}%"  # type: ignore[arg-type]
+    return [f"{r['graph']} ({budget:.0f} s)", f"{r['kernels']:,}",
+            f"{r['bin']:,}", f"{r['build_s']:.1f}", f"{r['solve_s']:.1f}",
+            f"{r['total_s']:.1f}", str(r["source"]), ratio(r["vs_greedy"]), gap,
+            f"{r['bound']}, {r['term']}", ratio(r["vs_exact"]), f"{peak_mib:,.0f}",
+            f"{load:.1f}"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -156,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ratio", default="4:1", help="PMM:DRAM ratio (default 4:1)")
     parser.add_argument("--budget", type=float, default=60.0,
                         help="seconds, end to end (default 60)")
+    parser.add_argument("--doc", action="store_true",
+                        help="write each graph's row into docs/large-graphs.md's table")
     parser.add_argument("--exact", type=float, default=None,
                         help="also solve exactly with this time limit (seconds)")
     parser.add_argument("--timeout", type=float, default=None,
@@ -190,11 +235,14 @@ def main(argv: list[str] | None = None) -> int:
         exact = "-" if r["vs_exact"] is None else f"{r['vs_exact']:.3f}"
         vs_greedy = "-" if r["vs_greedy"] is None else f"{r['vs_greedy']:.3f}"
         gap = "-" if r["gap"] is None else f"{100 * r['gap']:.1f}%"
+        load = os.getloadavg()[0]
         print(f"{r['graph']:<24}{r['kernels']:>6}{r['bin']:>8}{r['nnz']:>9}{r['greedy_s']:>7.1f}"
               f"{r['build_s']:>7.1f}{r['solve_s']:>7.1f}{r['total_s']:>7.1f}{r['fixed']:>7}"
               f" {r['source']:>17}{vs_greedy:>8}{gap:>7}{exact:>7}"
-              f"{child.peak_mib:>7.0f}{os.getloadavg()[0]:>6.1f}  {r['bound']}, {r['term']}",
-              flush=True)
+              f"{child.peak_mib:>7.0f}{load:>6.1f}  {r['bound']}, {r['term']}", flush=True)
+        if args.doc:
+            row = doc_row(r, args.budget, child.peak_mib, load)
+            write_rows(DOC, "bench_large", DOC_COLUMNS, {row[0]: row})
     if failed:
         print(f"{len(failed)} of {len(args.sources)} graphs failed: {', '.join(failed)}",
               file=sys.stderr)

@@ -162,6 +162,21 @@ def report(r: dict[str, Any], child_seconds: float, peak_mib: float, capture_s: 
     return "\n".join(lines)
 
 
+DOC_COLUMNS = ("case", "kernels", "peak", "fast capacity", "plan from", "step", "/all-fast",
+               "/greedy", "bound (from)", "gap <=", "stop", "plan s", "peak MiB", "load")
+"""The columns of docs/large-graphs.md's table of this benchmark (``--doc``)."""
+
+
+def doc_row(r: dict[str, Any], budget: float, peak_mib: float) -> list[str]:
+    """:data:`DOC_COLUMNS`' cells of one planned case."""
+    gap = "-" if r["gap"] is None else f"{100 * r['gap']:.1f}%"
+    return [f"{r['ratio']} ({budget:g} s)", f"{r['kernels']:,}", _gib(r["peak_nbytes"]),
+            _gib(r["capacity_nbytes"]), str(r["source"]), _ms(r["step_s"]), _x(r["slowdown"]),
+            _x(r["vs_greedy"]), f"{_ms(r['bound_s'])} ({r['bound_from'] or 'none'})", gap,
+            str(r["termination"]), f"{r['plan_s']:.1f}", f"{peak_mib:,.0f}",
+            f"{r['load_average'][1]:.1f}"]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,6 +194,8 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: never)")
     parser.add_argument("--smoke", action="store_true",
                         help="2 layers, hidden 64, 32 tokens, 10 s budget")
+    parser.add_argument("--doc", action="store_true",
+                        help="write each case's row into docs/large-graphs.md's table")
     parser.add_argument("--capture", metavar="GRAPH", help=argparse.SUPPRESS)
     parser.add_argument("--one", nargs=2, metavar=("GRAPH", "RATIO"), help=argparse.SUPPRESS)
     return parser
@@ -201,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(measure(*args.one, args.budget, args.planner)))
         return 0
-    from benchmarks.bench_large import describe_failure, run_child
+    from benchmarks.bench_large import DOC, describe_failure, run_child, write_rows
 
     missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
     if missing:
@@ -247,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"warning: {r['mismatch']}")
                 mismatch_said = True
             print(report(r, child.seconds, child.peak_mib, c["capture_s"]), flush=True)
+            if args.doc:
+                row = doc_row(r, args.budget, child.peak_mib)
+                write_rows(DOC, "bench_llama", DOC_COLUMNS, {row[0]: row})
     print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if failed:
         print(f"{len(failed)} of {len(args.ratios)} cases failed: {', '.join(failed)}",

@@ -382,7 +382,8 @@ class Stretches:
 @attrs.frozen
 class WholeRelaxAndFix:
     """The whole model relaxed, what its LP sets fixed, the rest solved (one stretch of the
-    whole program), when the time left fits it: several times what the stretches took.
+    whole program), when the time left fits it (several times what the stretches took) and
+    the whole model is not to be solved after (too many kernels).
     Its plan sees the whole step at once (the stretches' plan of the Llama-7B-shaped step
     was slower than greedy's; this one 0.71x greedy's), and the LP relaxation's optimum
     is a lower bound (the model's LP is near its integer optimum on these graphs)."""
@@ -397,6 +398,8 @@ class WholeRelaxAndFix:
             return False
         if len(state.graph.kernels) <= state.strategy.stretch_kernels:
             return False  # one stretch was the whole model already
+        if _whole_model_fits(state):
+            return False  # the whole model's solve, from the stretch plan, does more
         remaining = state.budget.remaining()
         return remaining is None or remaining - _reserve(state) >= (
             state.strategy.full_solve_stretch_factor * state.stretch_seconds)
@@ -442,7 +445,8 @@ class Revisit:
 
     def wanted(self, state: ApproximateSearch) -> bool:
         return (_built_in_time(state) and state.start is not None and not state.windowed
-                and len(state.graph.kernels) > state.strategy.stretch_kernels)
+                and len(state.graph.kernels) > state.strategy.stretch_kernels
+                and not _whole_model_fits(state))  # that solve gets the time instead
 
     def run(self, state: ApproximateSearch) -> None:
         from autotm_core.ilp.approximate.rolling import revisit
