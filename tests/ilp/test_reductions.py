@@ -71,7 +71,7 @@ def test_reductions_fix_variables_and_count_them(fraction):
     assert np.array_equal(lb[reductions.columns], reductions.values)
     assert np.array_equal(ub[reductions.columns], reductions.values)
     assert index.lp.var_lb is not fixed.var_lb  # the model itself is left as it was
-    assert fixed.row_cols is index.lp.row_cols
+    assert fixed.rows is index.lp.rows
 
 
 def test_more_fast_memory_keeps_more_tensors_fast():
