@@ -12,6 +12,7 @@ from __future__ import annotations
 import array
 import math
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -39,7 +40,7 @@ class Rows:
         self.starts.append(len(self.cols))
 
 
-class _RowView(Sequence):  # type: ignore[type-arg]
+class _RowView(Sequence):
     """Each row's variables (or coefficients) as a list, read from :class:`Rows`."""
 
     def __init__(self, rows: Rows, entries: array.array) -> None:
@@ -48,13 +49,13 @@ class _RowView(Sequence):  # type: ignore[type-arg]
     def __len__(self) -> int:
         return len(self._rows.starts) - 1
 
-    def __getitem__(self, row):  # type: ignore[no-untyped-def,override]
+    def __getitem__(self, row: Any) -> Any:
         if isinstance(row, slice):
             return [self[r] for r in range(*row.indices(len(self)))]
         starts = self._rows.starts
         return self._entries[starts[row]:starts[row + 1]].tolist()
 
-    def __iter__(self) -> Iterator[list]:  # type: ignore[type-arg]
+    def __iter__(self) -> Iterator[list]:
         return (self[r] for r in range(len(self)))
 
     def __eq__(self, other: object) -> bool:
