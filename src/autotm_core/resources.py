@@ -4,8 +4,9 @@ The figures are per kernel, measured on the 2-core development machine (docs/cli
 gives the commands): building a graph takes about :data:`GRAPH_BYTES_PER_KERNEL`
 (``example:chain-200000``, 600,001 kernels, 1.65 GB peak), and the ILP model of a
 training graph about :data:`MODEL_BYTES_PER_KERNEL` of its formulation
-(``chain:50000`` synchronous, 2,735 MiB peak for 49,999 kernels; the asynchronous
-model has about five times the nonzeros). They are estimates: a graph whose kernels
+(``benchmarks/bench_large.py``, synchronous: ``chain:50000`` 4,404 MiB peak for 49,999
+kernels, ``chain:100000`` 7,261 MiB for 100,000; the asynchronous model has about five
+times the nonzeros). They are estimates: a graph whose kernels
 touch many tensors needs more. :func:`check_fits_machine` refuses what would not fit
 in the memory available (or is larger than :data:`DEFAULT_MAX_KERNELS`) in one line,
 before the work starts; ``insist`` skips the check.
@@ -20,7 +21,7 @@ from autotm_core.units import format_bytes
 
 GRAPH_BYTES_PER_KERNEL = 3_000
 """Memory to build a graph, per kernel (IR records, liveness)."""
-MODEL_BYTES_PER_KERNEL = {"static": 60_000, "synchronous": 60_000, "asynchronous": 300_000}
+MODEL_BYTES_PER_KERNEL = {"static": 90_000, "synchronous": 90_000, "asynchronous": 450_000}
 """Memory to build and solve each formulation's model, per kernel."""
 DEFAULT_MAX_KERNELS = 2_000_000
 """Graphs above this many kernels are refused without ``insist``, whatever the memory."""

@@ -454,10 +454,13 @@ class Revisit:
         assert state.layout is not None and state.problem is not None
         assert state.start is not None
         with _solving(state):
+            end = _deadline(state, _reserve(state))
+            if end is not None:  # the Lagrangian bound gets the rest
+                end = time.perf_counter() + state.strategy.revisit_share * max(
+                    0.0, end - time.perf_counter())
             again = revisit(state.layout, state.problem, state.start, solver=state.solver,
                             core_kernels=state.strategy.stretch_kernels,
-                            relative_gap=state.relative_gap,
-                            deadline=_deadline(state, _reserve(state)))
+                            relative_gap=state.relative_gap, deadline=end)
         logger.info("revisit: %d of %d stretches improved", again.improved, again.revisited)
         if not again.improved:
             return
