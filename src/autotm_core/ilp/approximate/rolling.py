@@ -25,10 +25,16 @@ solves a slice of the one formulation by relax-and-fix
 
 When fixing what the LP made integral leaves the rest of a slice without a
 solution, the slice is solved whole. Only the stretch's own binaries are kept;
-the next stretch solves its margin again. With an unbounded slowest pool every
-slice has a solution (everything not yet planned can stay in the slowest pool);
-otherwise a slice may fail, and
-:func:`rolling_plan` says so by returning ``None``.
+the next stretch solves its margin again. What a stretch decided can leave the next
+one no solution (a tensor left in fast memory until the end of the step, where every
+tensor that exists before it must return): the two are then planned again as one
+stretch, and so on back; only when the first stretch has no solution does
+:func:`rolling_plan` return ``None``. The last stretch takes a short tail with it.
+
+:func:`revisit` is a second pass over a complete plan: each stretch planned again with
+everything else held at its planned values (not at least-occupancy states), the
+transitions out of its slots free wherever they are; a stretch's new plan is kept only
+when it is better.
 """
 
 from __future__ import annotations
