@@ -76,7 +76,7 @@ def test_rolling_path_plans_verifies_and_bounds_the_exact_optimum():
                                   full_solve_stretch_factor=float("inf")))
     greedy = Source(Origin.BASELINE, name="greedy")
     assert result.source in {Source(Origin.STRETCHES, Formulation.SYNCHRONOUS), greedy}
-    assert result.termination == "stretches planned" or result.source == greedy
+    assert result.termination.startswith("stretches planned") or result.source == greedy
     assert result.bound_source == "lagrangian"
     assert verify_plan(result.plan, graph, result.system) == []
     assert result.step_seconds <= result.baseline_step_seconds
@@ -100,7 +100,7 @@ def test_the_whole_model_relaxed_and_fixed_after_the_stretches_bounds_by_its_lp(
     result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, time_budget_seconds=60,
                               relative_gap=0.0, strategy=attrs.evolve(
                                   DEFAULT_STRATEGY, stretch_kernels=6, full_solve_kernels=0))
-    assert result.termination == "relax-and-fix of the whole model"
+    assert result.termination.startswith("relax-and-fix of the whole model")
     assert result.bound_source == "lp relaxation"
     assert verify_plan(result.plan, graph, result.system) == []
     exact = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0)

@@ -464,6 +464,8 @@ class Revisit:
         logger.info("revisit: %d of %d stretches improved", again.improved, again.revisited)
         if not again.improved:
             return
+        state.termination += (f"; a second pass improved {again.improved} of "
+                              f"{again.revisited} stretches")
         state.offer(again.values, Source(Origin.STRETCHES, state.formulation), {
             "stretch_kernels": state.strategy.stretch_kernels,
             "revisited_stretches": again.revisited, "improved_stretches": again.improved})
