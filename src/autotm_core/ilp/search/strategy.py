@@ -128,8 +128,9 @@ class Strategy:
     on gpu-h200 1:1, stretches 13-20 s, relax-and-fix of the whole model 60 s)."""
     revisit_share: float = attrs.field(default=0.75, validator=_share)
     """Share of the time left after the stretches (less the reserve) that their second pass
-    may take; the Lagrangian bound gets the rest (chain:20000 at 60 s: the second pass
-    taking it all left the bound 9.4% below the plan, against 5.5% when it stopped sooner)."""
+    may take; the Lagrangian bound gets the rest. Barely measured: chain:20000 at 60 s gave
+    gaps of 5.5% and 9.4% in two runs with all of it, 8.0% at 0.5 and at 0.75 (what the
+    second pass gains depends on how far it gets before its deadline)."""
     stall_steps: int = attrs.field(default=30, validator=_count)
     """The Lagrangian subgradient halves its step after this many steps without a better
     bound."""
