@@ -398,7 +398,7 @@ class WholeRelaxAndFix:
             return False
         if len(state.graph.kernels) <= state.strategy.stretch_kernels:
             return False  # one stretch was the whole model already
-        if _whole_model_fits(state):
+        if state.full_solve:
             return False  # the whole model's solve, from the stretch plan, does more
         remaining = state.budget.remaining()
         return remaining is None or remaining - _reserve(state) >= (
