@@ -27,7 +27,7 @@ from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.errors import PlanError, UsageError, summarize_problems
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.arrays import PlanArrays, encode_plan
+from autotm_core.plans.arrays import PlanArrays, encode_plan, restored_keys
 from autotm_core.plans.model import Plan
 from autotm_core.plans.verify_memory import half_step_spans
 from autotm_core.units import PAGE_NBYTES, format_bytes
@@ -70,7 +70,7 @@ def assign_offsets(
 
     arrays = _encode(plan, graph, system)
     rows = np.arange(len(arrays.res_index))
-    start, end = half_step_spans(arrays, rows)
+    start, end = half_step_spans(arrays, rows, restored_keys(graph, arrays))
     live = graph.liveness
     persistent = np.zeros(len(graph.tensors), dtype=np.bool_)
     for t in np.unique(arrays.res_tensor[arrays.res_first == 0]).tolist():

@@ -102,7 +102,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_ilp_options(parser: argparse.ArgumentParser, *, time_limit: float | None = None,
                     solver: bool = True) -> None:
-    """``--solver``, ``--time-limit``, ``--gap``, ``--mode`` and ``--no-addresses``."""
+    """``--solver``, ``--time-limit``, ``--gap``, ``--mode``, ``--no-addresses`` and
+    ``--recompute``."""
     if solver:
         parser.add_argument("--solver", default="highs", metavar="NAME",
                             help="solver plugin: highs (default), cbc, glpk, or a third party's")
@@ -119,6 +120,9 @@ def add_ilp_options(parser: argparse.ArgumentParser, *, time_limit: float | None
                         "2,000 kernels (default: auto)")
     parser.add_argument("--no-addresses", action="store_true",
                         help="skip address assignment (capacity then holds in aggregate only)")
+    parser.add_argument("--recompute", action="store_true",
+                        help="let the plan drop activations and recompute them (rerun their "
+                        "producers) before later uses, where that beats keeping or moving them")
 
 
 def split(text: str) -> list[str]:
@@ -254,6 +258,7 @@ def ilp_settings(args: argparse.Namespace) -> PlanSettings:
             addresses=not args.no_addresses, solver=getattr(args, "solver", None) or DEFAULT_SOLVER,
             max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds,
             pin_to_fast=bool(getattr(args, "pin_to_fast", False)),
+            recompute=bool(getattr(args, "recompute", False)),
             insist=bool(getattr(args, "insist", False)))
     except SettingError as exc:
         raise UsageError(f"{OPTION_OF_SETTING.get(exc.setting, exc.setting)} {exc.detail}",

@@ -199,3 +199,9 @@ def least_kernel_seconds(costs: KernelCosts, n_kernels: int) -> FloatArray:
     tables = (costs.table(k).seconds for k in range(n_kernels))
     return np.array([float(seconds.min()) if len(seconds) else 0.0 for seconds in tables],
                     dtype=np.float64)
+
+
+def rerun_seconds(costs: KernelCosts, kernel: int, n_tensors: int) -> float:
+    """Seconds of kernel ``kernel`` (touching ``n_tensors`` tensors) with every tensor in the
+    fastest pool: what running it again costs (a plan's reruns read and write there)."""
+    return float(costs.seconds(kernel, [0] * n_tensors))

@@ -1,4 +1,7 @@
-"""The graph file: ``autotm-core/graph``, version 1 (documented in docs/formats.md)."""
+"""The graph file: ``autotm-core/graph``, versions 1 and 2 (documented in docs/formats.md).
+
+Version 2 adds two optional kernel fields, ``module`` and ``rerun``; a graph that sets
+neither is written as version 1, which every earlier reader reads."""
 
 from __future__ import annotations
 
@@ -14,12 +17,14 @@ from autotm_core.formats.document import (
     read_document,
     write_document,
 )
-from autotm_core.ir import Graph, Kernel, Tensor, TensorKind, check_graph
+from autotm_core.ir import Graph, Kernel, Tensor, TensorKind, check_graph, reruns_safely
 
 KIND = "graph"
-VERSION = 1
+VERSION = 2
+VERSIONS = {1, 2}
 _TENSOR_FIELDS = {"name", "nbytes", "kind", "shape", "dtype", "pools"}
-_KERNEL_FIELDS = {"name", "op", "inputs", "outputs", "flops", "workspace_nbytes"}
+_KERNEL_FIELDS = {"name", "op", "inputs", "outputs", "flops", "workspace_nbytes", "module",
+                  "rerun"}
 _KINDS = {kind.value: kind for kind in TensorKind}
 
 
@@ -42,8 +47,13 @@ def graph_to_document(graph: Graph) -> dict[str, Any]:
             record["flops"] = k.flops
         if k.workspace_nbytes:
             record["workspace_nbytes"] = k.workspace_nbytes
+        if k.module:
+            record["module"] = k.module
+        if k.rerun != reruns_safely(k.op):
+            record["rerun"] = k.rerun
         kernels.append(record)
-    document = {**envelope(KIND, VERSION), "name": graph.name}
+    version = VERSION if any("module" in r or "rerun" in r for r in kernels) else 1
+    document = {**envelope(KIND, version), "name": graph.name}
     if graph.captured_for:
         document["captured_for"] = graph.captured_for
     return {**document, "tensors": tensors, "kernels": kernels}
@@ -56,13 +66,13 @@ def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
 
 def load_graph(path: str | os.PathLike[str], *, verify: bool = True) -> Graph:
     """Read a graph file; every malformed record and every graph error is reported at once."""
-    doc, fields = read_document(path, KIND, {VERSION})
+    doc, fields = read_document(path, KIND, VERSIONS)
     return _graph_from(doc, fields, verify=verify)
 
 
 def graph_from_text(text: str, origin: str = "<graph>", *, verify: bool = True) -> Graph:
     """Parse a graph document held in a string."""
-    doc, fields = parse_document(text, origin, KIND, {VERSION})
+    doc, fields = parse_document(text, origin, KIND, VERSIONS)
     return _graph_from(doc, fields, verify=verify)
 
 
@@ -112,8 +122,13 @@ def _tensor_fast(raw: Any) -> Tensor:
 def _kernel_fast(raw: Any) -> Kernel:
     if not raw.keys() <= _KERNEL_FIELDS:
         raise ValueError
-    return Kernel(raw["name"], raw["op"], raw.get("inputs", ()), raw.get("outputs", ()),
-                  raw.get("flops"), raw.get("workspace_nbytes", 0))
+    rerun = raw.get("rerun")
+    if rerun is not None and type(rerun) is not bool:
+        raise ValueError
+    op = raw["op"]
+    return Kernel(raw["name"], op, raw.get("inputs", ()), raw.get("outputs", ()),
+                  raw.get("flops"), raw.get("workspace_nbytes", 0), raw.get("module", ""),
+                  reruns_safely(op) if rerun is None else rerun)
 
 
 def _problem(read: Any, raw: object, where: str, fields: Fields) -> str:
@@ -156,4 +171,7 @@ def _kernel(raw: object, where: str, fields: Fields) -> Kernel:
         outputs=fields.get(obj, "outputs", where, list, required=False, default=[]),
         flops=fields.get(obj, "flops", where, (int, float), required=False),
         workspace_nbytes=fields.get(obj, "workspace_nbytes", where, int, required=False, default=0),
+        module=fields.get(obj, "module", where, str, required=False, default=""),
+        rerun=fields.get(obj, "rerun", where, bool, required=False,
+                         default=reruns_safely(fields.get(obj, "op", where, str))),
     )

@@ -22,11 +22,11 @@ import numpy as np
 
 from autotm_core.errors import SolverError
 from autotm_core.ilp.gadgets import move_sources
-from autotm_core.ilp.model_index import CONFIG, EDGE, SLOT, Edge, ModelIndex
+from autotm_core.ilp.model_index import CONFIG, EDGE, RERUN, SLOT, Edge, ModelIndex
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.build import make_plan
-from autotm_core.plans.model import Move, MoveKind, Plan, Residency
+from autotm_core.plans.model import Move, MoveKind, Plan, Rerun, Residency
 
 
 def _chosen_state(values: np.ndarray, options: Mapping[int, int], what: str) -> int:
@@ -73,6 +73,9 @@ def decode_plan(index: ModelIndex, values: np.ndarray, graph: Graph, system: Mem
             end = at if asynchronous else at - 1
             for q in sorted(before.pools - after.pools):
                 residencies.append(Residency(tensor, names[q], opened.pop(q), end))
+            if not before.pools:  # restored by a rerun at this boundary
+                opened.update((q, at) for q in after.pools)
+                continue
             for source, target, _ in move_sources(system, nbytes, before, after,
                                                   asynchronous=asynchronous):
                 moves.append(Move(tensor, names[source], names[target], at,
@@ -81,13 +84,15 @@ def decode_plan(index: ModelIndex, values: np.ndarray, graph: Graph, system: Mem
         last = ts.slots[-1].last
         residencies.extend(Residency(tensor, names[q], first, last)
                            for q, first in sorted(opened.items()))
+    reruns = [Rerun(option.kernel, option.before) for var, option in index.reruns
+               if values[var] > 0.5]
     if capacities is None:
         capacities = {
             p.name: None if cap is None else int(cap.max()) if len(cap) else p.capacity_nbytes
             for p, cap in zip(system.pools, index.capacities, strict=True)
         }
     return make_plan(graph, system, residencies=residencies, moves=moves, planner=planner,
-                     attributes=attributes, capacities=capacities)
+                     attributes=attributes, capacities=capacities, reruns=reruns)
 
 
 def settled_values(index: ModelIndex, values: np.ndarray) -> np.ndarray:
@@ -99,7 +104,7 @@ def settled_values(index: ModelIndex, values: np.ndarray) -> np.ndarray:
     lp = index.lp
     kind = index.columns.kind
     out = np.asarray(values, dtype=np.float64).copy()
-    decision = (kind == SLOT) | (kind == EDGE) | (kind == CONFIG)
+    decision = (kind == SLOT) | (kind == EDGE) | (kind == CONFIG) | (kind == RERUN)
     out[decision] = np.round(out[decision])
     times = np.asarray(index.kernel_time_vars, dtype=np.int64)
     occupancy = [np.asarray(v[1:], dtype=np.int64) for v in index.occupancy_vars.values()]

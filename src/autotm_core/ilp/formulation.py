@@ -42,6 +42,7 @@ import numpy as np
 from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import CapacityError, PlanError, UsageError
 from autotm_core.ilp.gadgets import (
+    DROPPED,
     Slot,
     State,
     TensorSlots,
@@ -55,6 +56,7 @@ from autotm_core.ilp.model_index import (
     CONFIG,
     EDGE,
     OCCUPANCY,
+    RERUN,
     SECONDS_PER_UNIT,
     SLOT,
     TIME,
@@ -69,6 +71,7 @@ from autotm_core.ilp.options import (
     binding_pools,
     resolve_capacities,
 )
+from autotm_core.ilp.reruns import RerunOption, rerun_options
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.solvers.base import paused_gc
@@ -182,25 +185,80 @@ class _Builder:
                         and self.n >= ASYNC_REDUCTION_MIN_KERNELS)
         self.ceilings = self._kernel_ceilings() if reduce_async else None
         self.dominated_async = 0  # asynchronous edges left out
+        self.reruns = rerun_options(graph, costs, system, options)
+        self.dropped = len(self.states)  # the index of DROPPED among the model's states
+        self.fast_only = 0  # the state "in the fastest pool alone" (what a rerun writes)
+        self.rerun_var: dict[tuple[int, int], int] = {}
+        # per (tensor, boundary): (variable, pools held) of the edges crossing it there
+        self.held_at: dict[tuple[int, int], list[tuple[int, frozenset[int]]]] = {}
+        self.restores: list[tuple[int, int, int]] = []  # (edge variable, kernel, boundary)
+        self.static_cut = options.formulation is Formulation.STATIC
 
     def build(self) -> ModelIndex:
         o = self.options
         slots = tensor_slots(self.graph, static=o.formulation is Formulation.STATIC,
                              asynchronous=o.formulation is Formulation.ASYNCHRONOUS,
-                             window=o.async_window)
+                             window=o.async_window, boundaries=self.reruns.boundaries)
+        reruns = self._rerun_columns()
         slot_vars, edges = [], []
         for ts in slots:
             sv, ed = self._tensor(ts)
             slot_vars.append(sv)
             edges.append(ed)
+        self._rerun_rows(slots, slot_vars)
         if self.dominated_async:
             logger.info("%d asynchronous edges left out: they never beat the synchronous copy",
                         self.dominated_async)
         times, time_rows, config_vars = self._kernel_times()
         occ_vars, occ_rows = self._capacity()
-        return ModelIndex(self.lp, self.states, slots, slot_vars, edges, times, time_rows,
-                          config_vars, self.config_pools, occ_vars, occ_rows, self.capacities,
-                          o, self.unit, self.recorder.columns(), self.cyclic_rows)
+        return ModelIndex(self.lp, (*self.states, DROPPED), slots, slot_vars, edges, times,
+                          time_rows, config_vars, self.config_pools, occ_vars, occ_rows,
+                          self.capacities, o, self.unit, self.recorder.columns(),
+                          self.cyclic_rows, reruns)
+
+    # -- reruns ---------------------------------------------------------------
+
+    def _rerun_columns(self) -> list[tuple[int, RerunOption]]:
+        """One binary per rerun option, charged its kernel's time, holding all its outputs and
+        its workspace in the fastest pool at its boundary (:mod:`autotm_core.ilp.reruns`)."""
+        out = []
+        live = self.live
+        for option in self.reruns.options:
+            var = self.lp.add_var(ub=1.0, binary=True, cost=self.time * option.seconds)
+            self.record((RERUN, option.before, -1, -1, -1, 0))
+            self.rerun_var[option.kernel, option.before] = var
+            pages = sum(round_up(int(live.nbytes[t]), self.unit) for t in option.outputs)
+            pages += round_up(int(live.workspace_nbytes[option.kernel]), self.unit)
+            h = 2 * option.before
+            self._occupy(h, h, pages / self.unit, [(var, frozenset({0}))])
+            out.append((var, option))
+        return out
+
+    def _rerun_rows(self, slots: list[TensorSlots], slot_vars: list[list[dict[int, int]]]) -> None:
+        """Each restore only with its rerun; each rerun only with every input in the fastest
+        pool at its boundary: kept there, or rerun there first."""
+        lp = self.lp
+        for edge, kernel, boundary in self.restores:
+            lp.add_row([self.rerun_var[kernel, boundary], edge], [1.0, -1.0], lb=0.0)
+        if not self.reruns.options:
+            return
+        planned = {ts.tensor: (ts, sv) for ts, sv in zip(slots, slot_vars, strict=True)}
+        producer = self.live.producer
+        for option in self.reruns.options:
+            b = option.before
+            r = self.rerun_var[option.kernel, b]
+            for u in option.inputs:
+                cols = [v for v, pools in self.held_at.get((u, b), ()) if 0 in pools]
+                if (u, b) not in self.held_at and u in planned:
+                    ts, sv = planned[u]
+                    for slot, xs in zip(ts.slots, sv, strict=True):
+                        if slot.first <= b - 1 and slot.last >= b:
+                            cols.extend(v for st, v in xs.items()
+                                        if st != self.dropped and 0 in self.states[st].pools)
+                again = self.rerun_var.get((int(producer[u]), b))
+                if again is not None:
+                    cols.append(again)
+                lp.add_row([*cols, r], [1.0] * len(cols) + [-1.0], lb=0.0)
 
     def _pairs(self, nbytes: int, before: tuple[int, ...], after: tuple[int, ...], *,
                interior: bool) -> list[_Pair]:
@@ -216,6 +274,8 @@ class _Builder:
             for s in before:
                 for s2 in after:
                     a, b = self.states[s], self.states[s2]
+                    if self.static_cut and s != s2:
+                        continue  # static: a tensor cut for reruns keeps its state
                     if self._dominated(a, b, interior=interior, after_allows=allows):
                         continue
                     sync = move_sources(self.system, nbytes, a, b, asynchronous=False)
@@ -275,9 +335,13 @@ class _Builder:
         ok = [s for s in allowed if not (slot.writes and states[s].clean_copy)]
         if not ok:  # only clean-copy states allowed but the tensor is written here
             ok = allowed
+        droppable = tensor.slots.tensor in self.reruns.droppable
+        if i and (slot.boundary or not slot.gadget) and droppable:
+            ok = [*ok, self.dropped]
         xs = {s: self.lp.add_var(binary=True) for s in ok}
         for s in ok:
             self.record((SLOT, slot.first, tensor.first + i, s, -1, 0))
+        real = {s: v for s, v in xs.items() if s != self.dropped}
         if i == 0:  # later slots are in one state through flow conservation
             self.lp.add_row(list(xs.values()), [1.0] * len(xs), lb=1.0, ub=1.0)
         if slot.gadget:
@@ -285,7 +349,7 @@ class _Builder:
                 if slot.first <= k <= slot.last:
                     self.at_kernel[tensor.slots.tensor, k] = xs
         self._occupy(2 * slot.first + 1, 2 * slot.last + 1, tensor.size,
-                     [(v, states[s].pools) for s, v in xs.items()])
+                     [(v, states[s].pools) for s, v in real.items()])
         return xs
 
     def _transition(self, tensor: _Tensor, i: int, before: dict[int, int],
@@ -298,7 +362,10 @@ class _Builder:
         edges: list[Edge] = []
         boundary: list[tuple[int, frozenset[int]]] = []
         interior = not tensor.slots.slots[i + 1].gadget
-        for pair in self._pairs(tensor.nbytes, tuple(before), tuple(after), interior=interior):
+        dropped = self.dropped
+        real_before = tuple(s for s in before if s != dropped)
+        real_after = tuple(s for s in after if s != dropped)
+        for pair in self._pairs(tensor.nbytes, real_before, real_after, interior=interior):
             # binary with asynchronous edges: flow conservation would leave it 0 or 1
             # anyway, but HiGHS branches better on it (continuous: example:cnn 1:1 took
             # 47 s to a 1% gap against 22 s, stopping at a plan 1% slower)
@@ -308,6 +375,9 @@ class _Builder:
             boundary.append((var, pair.held))
             if pair.moved and use_async:
                 self._async_edges(tensor, i, pair, edges, boundary)
+        if dropped in after or dropped in before:
+            self._drop_edges(tensor, i, before, after, edges)
+        self.held_at[tensor.slots.tensor, tr.kernel] = boundary
         for s, xs_var in before.items():
             out = [e.var for e in edges if e.before == s]
             self.lp.add_row([*out, xs_var], [1.0] * len(out) + [-1.0], lb=0.0, ub=0.0)
@@ -316,6 +386,28 @@ class _Builder:
             self.lp.add_row([*into, x2_var], [1.0] * len(into) + [-1.0], lb=0.0, ub=0.0)
         self._occupy(2 * tr.kernel, 2 * tr.kernel, tensor.size, boundary)
         return edges
+
+    def _drop_edges(self, tensor: _Tensor, i: int, before: dict[int, int],
+                    after: dict[int, int], edges: list[Edge]) -> None:
+        """Append to ``edges`` the ways transition ``i`` drops the tensor (free, holding
+        nothing from the boundary on), keeps it dropped, or restores it into the fastest
+        pool alone by its producer's rerun at this boundary (:meth:`_rerun_rows` ties it
+        to the rerun, whose column holds its bytes at the boundary)."""
+        tr = tensor.slots.transitions[i]
+        dropped, t = self.dropped, tensor.slots.tensor
+        producer = int(self.live.producer[t])
+        pairs = []
+        if dropped in after:
+            pairs += [(s, dropped) for s in before]
+        if dropped in before and self.fast_only in after \
+                and (producer, tr.kernel) in self.rerun_var:
+            pairs.append((dropped, self.fast_only))
+        for a, b in pairs:
+            var = self.lp.add_var(ub=1.0)
+            self.record((EDGE, tr.kernel, tensor.first + i + 1, b, a, 0))
+            edges.append(Edge(var, a, b, None))
+            if a == dropped and b != dropped:
+                self.restores.append((var, producer, tr.kernel))
 
     def _async_edges(self, tensor: _Tensor, i: int, pair: _Pair, edges: list[Edge],
                      boundary: list[tuple[int, frozenset[int]]]) -> None:

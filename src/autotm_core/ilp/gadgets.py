@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -40,6 +41,11 @@ class State:
     """The fastest of them: the pool a kernel reads or writes it in."""
     clean_copy: bool
     """Whether slower pools hold clean copies too (so evicting to one of them is free)."""
+
+
+DROPPED = State(frozenset(), -1, False)
+"""The state of a dropped tensor: in no pool, to be recomputed (:mod:`autotm_core.ilp.reruns`).
+A model's :attr:`~autotm_core.ilp.model_index.ModelIndex.states` lists it last."""
 
 
 @functools.cache
@@ -112,6 +118,9 @@ class Slot:
     writes: bool
     """One pool only holds the tensor here: it is written at this gadget (born or updated
     in place), or it is an input arriving at kernel 0 (no clean copy then)."""
+    boundary: bool = False
+    """A gadget no kernel uses the tensor at: the boundary before it is where a rerun may
+    restore the tensor or read it (:mod:`autotm_core.ilp.reruns`)."""
 
 
 @attrs.frozen(slots=True)
@@ -140,9 +149,15 @@ class TensorSlots:
     step starts where this one ends)."""
 
 
-def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool,
-                 window: int) -> list[TensorSlots]:
-    """Slots of every tensor with a non-empty life, in tensor order."""
+def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool, window: int,
+                 boundaries: Mapping[int, Sequence[int]] | None = None) -> list[TensorSlots]:
+    """Slots of every tensor with a non-empty life, in tensor order.
+
+    ``boundaries`` adds, per tensor, boundary slots (:attr:`Slot.boundary`) at those kernels
+    of its life that are not gadgets already; such a tensor is cut into slots even in the
+    static formulation (where its transitions keep its state, but for dropping and
+    restoring it)."""
+    boundaries = boundaries or {}
     live = graph.liveness
     writes = live.kernel_writes
     out = []
@@ -154,7 +169,8 @@ def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool,
         cyclic = kind.exists_before_step and kind.survives_step and int(live.producer[t]) < 0
         lo, hi = int(live.use_ptr[t]), int(live.use_ptr[t + 1])
         users = [int(k) for k in live.use_kernels[lo:hi]]
-        if static:
+        extra = boundaries.get(t, ())
+        if static and not extra:
             out.append(TensorSlots(t, (Slot(first, last, True, True),), (), cyclic))
             continue
         written = {}
@@ -164,13 +180,17 @@ def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool,
         gadgets = [first] + [k for k in users if k > first]
         if cyclic and gadgets[-1] < last:  # where the next step begins: a move may end there
             gadgets.append(last)
+        only_boundary = set(extra) - set(gadgets)
+        if only_boundary:
+            gadgets = sorted(set(gadgets) | {b for b in only_boundary if first < b <= last})
         slots: list[Slot] = []
         transitions: list[Transition] = []
         # a pre-existing tensor that survives may begin the step with clean copies, unless
         # it is written at kernel 0, or at the last kernel (it ends the step in one pool)
         starts_in_one = not cyclic or written.get(first, False) or written.get(last, False)
         for i, g in enumerate(gadgets):
-            slots.append(Slot(g, g, True, written.get(g, False) if i else starts_in_one))
+            slots.append(Slot(g, g, True, written.get(g, False) if i else starts_in_one,
+                              g in only_boundary))
             nxt = gadgets[i + 1] if i + 1 < len(gadgets) else None
             end = nxt - 1 if nxt is not None else last
             if end > g:  # an interior: evict after g, maybe fetch before nxt

@@ -17,6 +17,7 @@ import numpy as np
 from autotm_core.ilp.gadgets import State, TensorSlots
 from autotm_core.ilp.lp import LinearProgram
 from autotm_core.ilp.options import FormulationOptions
+from autotm_core.ilp.reruns import RerunOption
 
 SECONDS_PER_UNIT = 1e-6
 """Times enter the model in microseconds: latencies (~1e-7 s) would otherwise sit at the
@@ -37,6 +38,8 @@ class ColumnKind(enum.IntEnum):
     """The pages held in one bounded pool at one half step (continuous)."""
     CONFIG = 4
     """Whether a kernel runs in one configuration of its cost table (table costs only)."""
+    RERUN = 5
+    """Whether a kernel runs again at one boundary, recomputing its outputs (binary)."""
 
 
 @attrs.frozen(slots=True)
@@ -78,7 +81,7 @@ class Columns:
     """Whether it is an edge overlapping an interior kernel."""
 
 
-SLOT, EDGE, TIME, OCCUPANCY, CONFIG = (int(kind) for kind in ColumnKind)
+SLOT, EDGE, TIME, OCCUPANCY, CONFIG, RERUN = (int(kind) for kind in ColumnKind)
 """The column kinds as plain integers (what :attr:`Columns.kind` holds)."""
 
 
@@ -110,7 +113,8 @@ class ModelIndex:
     lp: LinearProgram
     """The model in matrix form."""
     states: tuple[State, ...]
-    """The states, indexed as in :attr:`slot_vars`."""
+    """The states, indexed as in :attr:`slot_vars`; the last is
+    :data:`~autotm_core.ilp.gadgets.DROPPED` (a tensor recomputed later)."""
     tensors: list[TensorSlots]
     """Slots and transitions of every tensor planned."""
     slot_vars: list[list[dict[int, int]]]
@@ -142,6 +146,8 @@ class ModelIndex:
     """The steady-state rows: per tensor that exists before the step and survives it, and
     per pool its first slot may hold, ``sum(first slot's states holding the pool) -
     sum(last slot's states holding it) <= 0``."""
+    reruns: list[tuple[int, RerunOption]] = attrs.field(factory=list)
+    """The rerun options' binaries: (variable, option), in the order reruns run."""
     seconds_per_unit: float = SECONDS_PER_UNIT
     """Seconds per unit of the objective and the kernel-time variables."""
 

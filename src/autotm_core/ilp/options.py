@@ -80,6 +80,12 @@ class FormulationOptions:
     """Leave out edges that cannot change the optimum (two pools, synchronous; see
     ``formulation._Builder._dominated``; and asynchronous edges that never beat the
     synchronous copy, ``formulation._Builder._async_pays``); off only to compare models."""
+    recompute: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """Let the model drop a recomputable activation between two uses and rerun its producer
+    before the later one (:mod:`autotm_core.ilp.reruns`)."""
+    recompute_depth: int = attrs.field(default=8, validator=attrs.validators.ge(0))
+    """How many producers back a chain of reruns at one boundary may reach (a value recomputed
+    from recomputed values); 0: only values whose inputs are at hand."""
     capacities: Mapping[str, int | tuple[int, ...]] = attrs.field(
         factory=dict, converter=_to_capacities, validator=_capacity_value)
     """Limit per pool name, overriding the memory system's: one number of bytes for the whole
@@ -93,6 +99,8 @@ class FormulationOptions:
             "page_nbytes": self.page_nbytes,
             "pin_to_fast": self.pin_to_fast,
             "pinned_kinds": sorted(k.value for k in self.pinned_kinds),
+            "recompute": self.recompute,
+            "recompute_depth": self.recompute_depth,
         }
 
 

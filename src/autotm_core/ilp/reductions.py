@@ -37,6 +37,7 @@ import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
+from autotm_core.ilp.gadgets import State
 from autotm_core.ilp.infeasible import forced_fast_nbytes
 from autotm_core.ilp.lp import LinearProgram
 from autotm_core.ilp.model_index import ModelIndex
@@ -256,7 +257,7 @@ def unprofitable_fetches(index: ModelIndex, graph: Graph, system: MemorySystem,
     if (index.options.formulation is not Formulation.SYNCHRONOUS or costs.separable() is None
             or slowest in index.occupancy_vars):
         return columns, values, 0
-    slow_only = len(index.states) - 1
+    slow_only = index.states.index(State(frozenset({slowest}), slowest, False))
     gain = _gain_per_use(costs, graph, 1.0 / index.seconds_per_unit)
     objective = index.lp.objective
     for t, ts in enumerate(index.tensors):

@@ -71,6 +71,7 @@ def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, in
                    ) -> list[int] | None:
     states, ts = index.states, index.tensors[t]
     state_of = {s.pools: i for i, s in enumerate(states)}
+    slowest = max(s.usable for s in states)
     chosen: list[int] = []
     for i, (slot, allowed) in enumerate(zip(ts.slots, index.slot_vars[t], strict=True)):
         held = _held(spans, slot.first, slot.last)
@@ -81,7 +82,7 @@ def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, in
             # a clean copy the edge needs is kept (the dominating choice), else dropped
             held_state = seen[0]
             wanted = [held_state,
-                      state_of.get(states[held_state].pools | {states[-1].usable}, held_state),
+                      state_of.get(states[held_state].pools | {slowest}, held_state),
                       state_of.get(frozenset({states[held_state].usable}), held_state)]
         else:
             wanted = sorted(set(seen), key=lambda s: _rank(states[s]))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from autotm_core.errors import GraphError
 from autotm_core.ir.graph import Graph
-from autotm_core.ir.kernel import Kernel
+from autotm_core.ir.kernel import Kernel, reruns_safely
 from autotm_core.ir.tensor import Tensor, TensorKind, nbytes_of
 from autotm_core.ir.verify import check_graph
 
@@ -75,6 +75,8 @@ class GraphBuilder:
         outputs: Sequence[str] = (),
         flops: float | None = None,
         workspace_nbytes: int = 0,
+        module: str = "",
+        rerun: bool | None = None,
     ) -> str:
         """Append a kernel (run after every kernel added before it) and return its name."""
         self._kernels.append(
@@ -85,6 +87,8 @@ class GraphBuilder:
                 outputs=tuple(outputs),
                 flops=flops,
                 workspace_nbytes=workspace_nbytes,
+                module=module,
+                rerun=reruns_safely(op) if rerun is None else rerun,
             )
         )
         return name

@@ -14,6 +14,7 @@ from autotm_core.ir.tensor import Tensor
 
 if TYPE_CHECKING:
     from autotm_core.ir.liveness import Liveness
+    from autotm_core.ir.recompute import RecomputeFacts
     from autotm_core.ir.verify import Problem
 
 
@@ -90,6 +91,13 @@ class Graph:
         from autotm_core.ir.liveness import analyse
 
         return analyse(self)
+
+    @functools.cached_property
+    def recompute(self) -> RecomputeFacts:
+        """Which kernels may run again and which tensors a plan may recompute (computed once)."""
+        from autotm_core.ir.recompute import recompute_facts
+
+        return recompute_facts(self)
 
     @property
     def total_nbytes(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import attrs
 
@@ -59,6 +60,22 @@ def _check_workspace(instance: Kernel, attribute: attrs.Attribute, value: object
     )
 
 
+RANDOM_OP_PREFIXES = ("dropout", "rand", "bernoulli", "multinomial", "rrelu")
+"""Words of an op's name (split at anything not a letter or digit) beginning so make it
+random: ``native_dropout``, ``randn_like``, ``bernoulli_``, ``aten.randint.low``."""
+RANDOM_OP_WORDS = frozenset({"normal", "uniform", "exponential", "geometric", "cauchy",
+                             "poisson", "log_normal"})
+"""Whole words of an op's name that make it random (``normal_``, but not ``normalize``)."""
+
+
+def reruns_safely(op: str) -> bool:
+    """Whether an op of this name may be run again for the same outputs: not a random op
+    (:data:`RANDOM_OP_PREFIXES`, :data:`RANDOM_OP_WORDS`). Rerunning a random op without its
+    generator state draws other numbers, so its outputs are kept or moved, never recomputed."""
+    words = re.split(r"[^a-z0-9]+", op.lower())
+    return not any(w.startswith(RANDOM_OP_PREFIXES) or w in RANDOM_OP_WORDS for w in words)
+
+
 @attrs.frozen(slots=True)
 class Kernel:
     """One operation of the program, run in the graph's order.
@@ -79,6 +96,17 @@ class Kernel:
     """Floating-point operations, when known; cost models estimate it otherwise."""
     workspace_nbytes: int = attrs.field(default=0, validator=_check_workspace)
     """Scratch bytes it needs in fast memory while it runs."""
+    module: str = attrs.field(default="", validator=attrs.validators.instance_of(str))
+    """The model module it was called from, as a dotted path (``"transformer.h.3.mlp"``);
+    where a layer begins and ends for layer checkpointing (:mod:`autotm_core.ir.recompute`).
+    Empty: unknown."""
+    rerun: bool = attrs.field(
+        default=attrs.Factory(lambda self: reruns_safely(self.op), takes_self=True),
+        validator=attrs.validators.instance_of(bool))
+    """Whether running it again on the same inputs gives the same outputs and does nothing
+    else, so that a plan may recompute its outputs instead of keeping them. By default, every
+    op but the random ones (:func:`reruns_safely`); a frontend says ``False`` for an op with
+    side effects or a random op whose generator state it does not keep."""
 
     @property
     def tensors(self) -> tuple[str, ...]:

@@ -89,6 +89,8 @@ class IlpSettings:
     """Address-fitting rounds before giving up."""
     pin_to_fast: bool
     """Keep parameters, inputs and outputs in the fastest pool."""
+    recompute: bool
+    """Whether the models may recompute activations (reruns)."""
     page_nbytes: int
     """Sizes are rounded up to a multiple of this in the model's capacity rows."""
     strategy: Strategy
@@ -103,14 +105,14 @@ class IlpSettings:
             addresses=settings.addresses, solver=solver,
             time_limit_seconds=settings.time_limit_seconds,
             relative_gap=settings.relative_gap, max_rounds=settings.max_rounds,
-            pin_to_fast=settings.pin_to_fast,
+            pin_to_fast=settings.pin_to_fast, recompute=settings.recompute,
             # pages are the allocator's: sizes round to them only when addresses are fitted
             page_nbytes=PAGE_NBYTES if settings.addresses else 1, strategy=settings.strategy)
 
     def options(self, formulation: Formulation) -> FormulationOptions:
         """The formulation options of ``formulation``'s model."""
         return FormulationOptions(formulation=formulation, pin_to_fast=self.pin_to_fast,
-                                  page_nbytes=self.page_nbytes)
+                                  page_nbytes=self.page_nbytes, recompute=self.recompute)
 
     @property
     def fits_addresses(self) -> bool:

@@ -82,6 +82,8 @@ class PlanSettings:
     """Address-fitting solves before giving up."""
     pin_to_fast: bool = False
     """Keep parameters, inputs and outputs in the fastest pool (as AutoTM)."""
+    recompute: bool = False
+    """Let the ILP formulations recompute activations instead of keeping them (reruns)."""
     insist: bool = False
     """Plan even when the model looks too big for this machine's memory."""
     cache: CacheOptions = CacheOptions()

@@ -64,6 +64,12 @@ class PlanArrays:
     """Whether each kept move is asynchronous."""
     entry_pools: IntArray
     """Pool of each entry of ``liveness.kernel_tensors`` per ``plan.configs``; -1 when unknown."""
+    rerun_kernel: IntArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    """Kernel run again by each rerun whose kernels lie inside the program, in plan order."""
+    rerun_before: IntArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    """The kernel each such rerun runs just before."""
+    rerun_index: IntArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
+    """Position of each such rerun in ``plan.reruns``."""
 
     def group(self, tensor: IntArray, pool: IntArray) -> IntArray:
         """One integer per (tensor, pool) pair."""
@@ -72,6 +78,10 @@ class PlanArrays:
     def key(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> IntArray:
         """One integer per (tensor, pool, kernel) triple (kernel in ``-1 .. n_kernels``)."""
         return self.group(tensor, pool) * (self.n_kernels + 2) + (kernel + 1)
+
+    def key_of(self, tensor: int, pool: int, kernel: int) -> int:
+        """:meth:`key` of one triple."""
+        return (tensor * self.n_pools + pool) * (self.n_kernels + 2) + (kernel + 1)
 
 
 def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArrays, list[str]]:
@@ -124,6 +134,17 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
     mv_a = np.array([m.kind is MoveKind.ASYNC for m in ms], dtype=np.bool_)
 
     entry_pools = _entry_pools(plan, graph, pools, problems)
+    n = len(graph.kernels)
+    rr_k, rr_k_ok = _numbers([r.kernel for r in plan.reruns],
+                             lambda i: f"reruns[{i}]: kernel", problems)
+    rr_b, rr_b_ok = _numbers([r.before for r in plan.reruns],
+                             lambda i: f"reruns[{i}]: before", problems)
+    inside = rr_k_ok & rr_b_ok & (rr_k >= 0) & (rr_b >= 1) & (rr_k < rr_b) & (rr_b < n)
+    for i in np.flatnonzero(rr_k_ok & rr_b_ok & ~inside):
+        problems.append(f"reruns[{i}]: kernel #{rr_k[i]} cannot run again before kernel "
+                        f"#{rr_b[i]}: a rerun runs an earlier kernel of 0..{n - 1} at the "
+                        "boundary before a later one")
+    rr_keep = np.flatnonzero(inside)
     arrays = PlanArrays(
         n_kernels=len(graph.kernels),
         n_pools=len(system.pools),
@@ -140,6 +161,9 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
         move_kernel=mv_k[mv_keep],
         move_async=mv_a[mv_keep],
         entry_pools=entry_pools,
+        rerun_kernel=rr_k[rr_keep],
+        rerun_before=rr_b[rr_keep],
+        rerun_index=rr_keep,
     )
     return arrays, problems
 
@@ -217,3 +241,18 @@ def _entry_pools(plan: Plan, graph: Graph, pools: dict[str, int], problems: list
         )
     entry_pools[entry_pools == -2] = -1
     return entry_pools
+
+
+def restored_keys(graph: Graph, arrays: PlanArrays) -> IntArray:
+    """Sorted keys (:meth:`PlanArrays.key`) of the residencies a rerun restores: in the fastest
+    pool, beginning where a rerun of one of the tensor's writers runs, landed by no move."""
+    a, index = arrays, graph.tensor_index
+    keys = [a.key_of(index[name], 0, b)
+            for k, b in zip(a.rerun_kernel.tolist(), a.rerun_before.tolist(), strict=True)
+            for name in graph.kernels[k].outputs]
+    if not keys:
+        return np.zeros(0, dtype=np.int64)
+    wanted = np.unique(np.asarray(keys, dtype=np.int64))
+    begins = a.key(a.res_tensor, a.res_pool, a.res_first)
+    moved = a.key(a.move_tensor, a.move_target, a.move_kernel)
+    return wanted[np.isin(wanted, begins) & ~np.isin(wanted, moved)]

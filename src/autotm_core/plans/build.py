@@ -7,7 +7,7 @@ from typing import Any
 
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.model import Move, MoveKind, Plan, Residency
+from autotm_core.plans.model import Move, MoveKind, Plan, Rerun, Residency
 
 
 def kernel_configs(
@@ -46,6 +46,7 @@ def make_plan(
     planner: str,
     attributes: Mapping[str, Any] | None = None,
     capacities: Mapping[str, int | None] | None = None,
+    reruns: Iterable[Rerun] = (),
 ) -> Plan:
     """A plan whose kernel configurations are derived by :func:`kernel_configs`.
 
@@ -63,4 +64,5 @@ def make_plan(
         configs=kernel_configs(graph, system, residencies, moves),
         planner=planner,
         attributes=dict(attributes or {}),
+        reruns=tuple(reruns),
     )

@@ -19,7 +19,7 @@ import numpy as np
 from autotm_core.arrays import BoolArray, IntArray
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.arrays import PlanArrays
+from autotm_core.plans.arrays import PlanArrays, restored_keys
 
 MAX_REPORTED = 50
 """Problems of one rule listed one by one; beyond that, one line counts the rest."""
@@ -74,12 +74,18 @@ class PlanLookups:
         self.surviving: BoolArray = np.fromiter(
             map(attrgetter("survives_step"), kinds), dtype=np.bool_, count=len(kinds))
         """Which tensors survive the step (parameters, optimizer state, constants, outputs)."""
+        self.restored = restored_keys(graph, arrays)
+        """Keys of the (tensor, fastest pool, kernel) of every residency a rerun restores."""
         # A kernel lists a tensor once, so (tensor, kernel) names one entry.
         entry_keys = live.kernel_tensors * (self.n + 2) + self.owner + 1
         self._entry_order = np.argsort(entry_keys, kind="stable")
         self._entry_keys = entry_keys[self._entry_order]
 
     # -- lookups --------------------------------------------------------------------------
+
+    def restored_at(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> BoolArray:
+        """Whether a rerun restores ``tensor`` into ``pool`` at ``kernel`` (elementwise)."""
+        return _contains(self.restored, self.a.key(tensor, pool, kernel))
 
     def covered(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> BoolArray:
         """Whether some residency of ``tensor`` in ``pool`` covers ``kernel`` (elementwise)."""

@@ -46,6 +46,26 @@ Values: every copy holds the tensor's current value
 - An asynchronous move during ``k`` reads its source while ``k`` runs: ``k``
   does not write the tensor (the copy would race the write).
 
+Reruns: a value recomputed instead of kept
+
+- A :class:`Rerun` runs kernel ``kernel`` again at the boundary before kernel ``before``
+  (``kernel < before``), after that boundary's synchronous moves; the reruns at one boundary
+  run in the plan's order. Only a kernel whose ``rerun`` is true and that updates none of its
+  inputs in place may run again (the graph says which: random ops are not rerun).
+- It reads every input in the fastest pool, where at that boundary each is resident (over
+  the boundary, or landed there by a synchronous move before ``before``) or is an output of
+  an earlier rerun at the same boundary; and each holds the value the kernel read when it
+  first ran: no kernel in between wrote it (a parameter already updated is a wrong plan).
+- It writes all its outputs into the fastest pool. An output with a residency there
+  beginning at ``before`` that no move lands is *restored*: that residency holds the value
+  the kernel first wrote (which no kernel in between may have changed). The others are
+  dropped once the boundary's reruns are done.
+- A tensor may so be resident nowhere between two of its uses: it is *dropped*, and its
+  residency after the gap begins with a rerun that restores it.
+- At the boundary, the fastest pool holds, beside what is resident over it, every output
+  of every rerun there and its workspace; each rerun takes its kernel's time with every
+  tensor in the fastest pool.
+
 Steady state: what the next step finds
 
 - A tensor that exists before the step and survives it (parameter, optimizer
@@ -112,6 +132,21 @@ class Move:
     """Blocking or overlapping."""
 
 
+@attrs.frozen(slots=True)
+class Rerun:
+    """Kernel ``kernel`` runs again at the boundary before kernel ``before`` (see the module
+    doc): it recomputes its outputs into the fastest pool instead of their being kept."""
+
+    kernel: int
+    """Position of the kernel that runs again."""
+    before: int
+    """Position of the kernel it runs just before (after that boundary's synchronous moves)."""
+
+
+def _to_reruns(value: Iterable[Rerun]) -> tuple[Rerun, ...]:
+    return tuple(value)
+
+
 def _to_residencies(value: Iterable[Residency]) -> tuple[Residency, ...]:
     return tuple(value)
 
@@ -151,6 +186,8 @@ class Plan:
     workspace_offsets: Mapping[int, int] = attrs.field(factory=dict, converter=_to_workspaces)
     """Byte address in the fastest pool of each kernel's workspace (kernel position ->
     offset), when addresses were assigned; a kernel without one gets scratch memory."""
+    reruns: tuple[Rerun, ...] = attrs.field(default=(), converter=_to_reruns)
+    """Kernels run again to recompute values that were dropped, in the order they run."""
 
     @property
     def has_offsets(self) -> bool:

@@ -1,4 +1,5 @@
-"""The plan file: ``autotm-core/plan``, version 1 (see docs/formats.md).
+"""The plan file: ``autotm-core/plan``, versions 1 and 2 (see docs/formats.md); version 2
+adds ``reruns``, and a plan without reruns is written as version 1.
 
 A plan round-trips losslessly through this file, attributes included as long
 as they are JSON values (lists, not tuples).
@@ -13,12 +14,13 @@ from typing import Any
 
 from autotm_core.errors import FormatError
 from autotm_core.formats.document import Fields, envelope, read_document, write_document
-from autotm_core.plans.model import Move, MoveKind, Plan, Residency
+from autotm_core.plans.model import Move, MoveKind, Plan, Rerun, Residency
 
 KIND = "plan"
-VERSION = 1
+VERSION = 2
+VERSIONS = {1, 2}
 _TOP = {"format", "version", "graph", "system", "planner", "capacities", "residencies", "moves",
-        "configs", "attributes", "workspaces"}
+        "configs", "attributes", "workspaces", "reruns"}
 _RESIDENCY = {"tensor", "pool", "first", "last", "offset"}
 _MOVE = {"tensor", "from", "to", "kernel", "kind"}
 _KINDS = {kind.value: kind for kind in MoveKind}
@@ -33,7 +35,7 @@ def plan_to_document(plan: Plan) -> dict[str, Any]:
             row["offset"] = r.offset
         residencies.append(row)
     return {
-        **envelope(KIND, VERSION),
+        **envelope(KIND, VERSION if plan.reruns else 1),
         "graph": plan.graph,
         "system": plan.system,
         "planner": plan.planner,
@@ -48,6 +50,8 @@ def plan_to_document(plan: Plan) -> dict[str, Any]:
         "attributes": dict(plan.attributes),
         **({"workspaces": [{"kernel": k, "offset": o} for k, o in plan.workspace_offsets.items()]}
            if plan.workspace_offsets else {}),
+        **({"reruns": [{"kernel": r.kernel, "before": r.before} for r in plan.reruns]}
+           if plan.reruns else {}),
     }
 
 
@@ -66,7 +70,7 @@ def save_plan(plan: Plan, path: str | os.PathLike[str]) -> None:
 
 def load_plan(path: str | os.PathLike[str]) -> Plan:
     """Read a plan file; errors name the file and the field."""
-    doc, fields = read_document(path, KIND, {VERSION})
+    doc, fields = read_document(path, KIND, VERSIONS)
     return plan_from_document(doc, fields)
 
 
@@ -112,6 +116,10 @@ def plan_from_document(doc: Mapping[str, Any], fields: Fields) -> Plan:
         if kernel in workspaces:
             raise fields.fail(f"{where}.kernel", f"kernel {kernel} has two workspace offsets")
         workspaces[kernel] = fields.get(obj, "offset", where, int)
+    reruns = [Rerun(kernel=fields.get(obj, "kernel", where, int),
+                    before=fields.get(obj, "before", where, int))
+              for where, obj in fields.entries(doc, "reruns", {"kernel", "before"},
+                                               required=False)]
     return Plan(
         graph=fields.get(doc, "graph", "", str),
         system=fields.get(doc, "system", "", str),
@@ -122,4 +130,5 @@ def plan_from_document(doc: Mapping[str, Any], fields: Fields) -> Plan:
         configs=configs,
         attributes=dict(fields.get(doc, "attributes", "", dict, required=False, default={})),
         workspace_offsets=workspaces,
+        reruns=reruns,
     )

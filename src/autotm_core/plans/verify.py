@@ -10,7 +10,8 @@ plans of 100,000 kernels verify in seconds. This module checks where tensors
 are and how they get there; :mod:`autotm_core.plans.verify_values` checks that
 every copy holds the tensor's current value (stale copies, lost updates, copies
 racing a write, the steady state of a training loop);
-:mod:`autotm_core.plans.verify_memory` checks capacities and addresses.
+:mod:`autotm_core.plans.verify_memory` checks capacities and addresses;
+:mod:`autotm_core.plans.verify_reruns` checks what reruns read and restore.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from autotm_core.plans.arrays import BoolArray, IntArray, encode_plan
 from autotm_core.plans.lookups import MAX_REPORTED, PlanLookups, limited
 from autotm_core.plans.model import Plan
 from autotm_core.plans.verify_memory import check_capacities, check_memory
+from autotm_core.plans.verify_reruns import check_reruns
 from autotm_core.plans.verify_values import check_values
 
 
@@ -60,6 +62,7 @@ def verify_plan(plan: Plan, graph: Graph, system: MemorySystem) -> list[str]:
     problems += checker.configs()
     problems += checker.moves()
     problems += check_values(checker)
+    problems += check_reruns(checker)
     problems += check_memory(plan, graph, system, arrays, valid, checker.kernel)
     return problems
 
@@ -132,12 +135,13 @@ class _Checker(PlanLookups):
         )
 
     def beginnings(self, valid: BoolArray) -> list[str]:
-        """Each residency begins at the tensor's birth (in its birth pool) or at a move into it."""
+        """Each residency begins at the tensor's birth (in its birth pool), at a move into it, or
+        where a rerun restores it."""
         a, live = self.a, self.live
         birth_pool = self._birth_pools()
         t, p, first = a.res_tensor, a.res_pool, a.res_first
         at_birth = (first == live.first[t]) & ((birth_pool[t] < 0) | (birth_pool[t] == p))
-        moved = self.moved_into(t, p, first)
+        moved = self.moved_into(t, p, first) | self.restored_at(t, p, first)
         # Residencies beginning before birth are reported by residency_spans already.
         exists = (live.last[t] >= live.first[t]) & (first >= live.first[t])
         bad = valid & ~at_birth & ~moved & exists
@@ -148,8 +152,9 @@ class _Checker(PlanLookups):
                        "(its producer's configuration)")
             else:
                 why = "the tensor is not born there"
-            return (f"{self.residency(i)}: begins at {self.kernel(first[i])}, but {why} and no "
-                    f"move into {self.pool_names[p[i]]!r} lands there; add the move")
+            return (f"{self.residency(i)}: begins at {self.kernel(first[i])}, but {why}, no "
+                    f"move into {self.pool_names[p[i]]!r} lands there and no rerun restores it "
+                    "there; add the move")
 
         return self.report(bad, message, "residencies beginning from nowhere")
 
@@ -176,6 +181,9 @@ class _Checker(PlanLookups):
             tail = np.r_[t[1:] != t[:-1], True]
             inner = np.flatnonzero(~head)
             inner = inner[first[inner] > reach[inner - 1] + 1]
+            # a tensor dropped between uses is resident nowhere until a rerun restores it
+            inner = inner[~self.restored_at(t[inner], np.zeros(len(inner), dtype=np.int64),
+                                            first[inner])]
             gap_t = np.concatenate([t[inner], t[head], t[tail]])
             before, after = np.full(head.sum(), -1), np.full(tail.sum(), self.n)
             gap_lo = np.concatenate([reach[inner - 1] + 1, before, reach[tail] + 1])

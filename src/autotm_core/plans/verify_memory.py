@@ -5,7 +5,9 @@ boundary just before it, when synchronous moves copy. A residency occupies its
 pool over ``[2 first + 1, 2 last + 1]``, widened to ``2 first`` when a
 synchronous move lands it there, and to ``2 last + 2`` when a synchronous move
 copies it out just after its last kernel: a tensor being copied occupies both
-pools. A kernel's workspace occupies the fastest pool while the kernel runs.
+pools. A kernel's workspace occupies the fastest pool while the kernel runs. At the boundary
+before ``k``, every rerun there holds all its kernel's outputs and its workspace in the
+fastest pool (a residency it restores begins at that boundary and is counted once).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.arrays import NO_OFFSET, BoolArray, IntArray, PlanArrays
+from autotm_core.plans.arrays import NO_OFFSET, BoolArray, IntArray, PlanArrays, restored_keys
 from autotm_core.plans.model import Plan
 from autotm_core.units import format_bytes
 
@@ -70,16 +72,38 @@ def check_capacities(plan: Plan, system: MemorySystem) -> list[str]:
     return out
 
 
-def half_step_spans(arrays: PlanArrays, rows: IntArray) -> tuple[IntArray, IntArray]:
-    """Start and end (inclusive, in half steps) of residencies ``rows`` (see the module doc)."""
+def half_step_spans(arrays: PlanArrays, rows: IntArray,
+                    restored: IntArray | None = None) -> tuple[IntArray, IntArray]:
+    """Start and end (inclusive, in half steps) of residencies ``rows`` (see the module doc);
+    one a rerun restores (``restored``: :func:`~autotm_core.plans.arrays.restored_keys`)
+    begins at the boundary, where the rerun writes it."""
     a = arrays
     sync = ~a.move_async & (a.move_kernel >= 1) & (a.move_kernel < a.n_kernels)
     landing = np.unique(a.key(a.move_tensor[sync], a.move_target[sync], a.move_kernel[sync]))
+    if restored is not None and len(restored):
+        landing = np.union1d(landing, restored)
     leaving = np.unique(a.key(a.move_tensor[sync], a.move_source[sync], a.move_kernel[sync]))
     t, p = a.res_tensor[rows], a.res_pool[rows]
     start = 2 * a.res_first[rows] + 1 - np.isin(a.key(t, p, a.res_first[rows]), landing)
     end = 2 * a.res_last[rows] + 1 + np.isin(a.key(t, p, a.res_last[rows] + 1), leaving)
     return start, end
+
+
+def _rerun_boundary_nbytes(graph: Graph, arrays: PlanArrays, restored: IntArray) -> IntArray:
+    """Per half step, the bytes reruns hold in the fastest pool beside the residencies they
+    restore: their other outputs and their workspace, at their boundary."""
+    live, index, a = graph.liveness, graph.tensor_index, arrays
+    out = np.zeros(2 * a.n_kernels + 2, dtype=np.int64)
+    for k, b in zip(a.rerun_kernel.tolist(), a.rerun_before.tolist(), strict=True):
+        extra = int(live.workspace_nbytes[k])
+        for name in graph.kernels[k].outputs:
+            t = index[name]
+            key = a.key_of(t, 0, b)
+            at = np.searchsorted(restored, key)
+            if not (at < len(restored) and restored[at] == key):
+                extra += int(live.nbytes[t])
+        out[2 * b] += extra
+    return out
 
 
 def check_memory(
@@ -92,6 +116,9 @@ def check_memory(
 ) -> list[str]:
     """Capacity of every bounded pool at every half step, and addresses inside pools, disjoint."""
     memory = _Memory(graph, arrays, np.flatnonzero(valid), kernel)
+    restored = restored_keys(graph, arrays)
+    memory.start, memory.end = half_step_spans(arrays, memory.rows, restored)
+    memory.boundary = _rerun_boundary_nbytes(graph, arrays, restored)
     out: list[str] = []
     for p, capacity in enumerate(plan_capacities(plan, system)):
         name = system.pools[p].name
@@ -118,6 +145,8 @@ class _Memory:
         self.offset = arrays.res_offset[rows]
         self.workspace = graph.liveness.workspace_nbytes
         self.names = [t.name for t in graph.tensors]
+        self.boundary = np.zeros(2 * arrays.n_kernels + 2, dtype=np.int64)
+        """Per half step: bytes the reruns there hold beside the residencies (fastest pool)."""
 
     def when(self, tau: int) -> str:
         k = tau // 2
@@ -139,6 +168,7 @@ class _Memory:
         used = np.cumsum(delta)[:n_steps]
         if p == 0:
             used[1::2] += self.workspace
+            used += self.boundary[:n_steps]
         over = np.flatnonzero(used > capacity)
         # One message per run of consecutive half steps over capacity, at its worst step.
         runs = np.split(over, np.flatnonzero(np.diff(over) > 1) + 1) if len(over) else []

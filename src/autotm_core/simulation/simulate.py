@@ -9,7 +9,9 @@ The model (the one every planner optimises):
   link that is not duplex, one per duplex link) takes its copies one after the other,
   at the async bandwidth, plus the kernel's own reads and writes crossing a link that
   carries kernel traffic; the kernel costs max(its time, each channel's time);
-- step time = sum of effective kernel times + sum of synchronous move times;
+- a rerun before ``k`` blocks too: it adds its kernel's time with every tensor in the fastest
+  pool (:func:`~autotm_core.costs.model.rerun_seconds`);
+- step time = sum of effective kernel times + synchronous move times + rerun times;
 - memory: the bytes of the residencies covering each kernel in each pool, plus the
   kernel's workspace in the fastest pool.
 
@@ -28,7 +30,7 @@ import attrs
 import numpy as np
 
 from autotm_core.arrays import FloatArray, IntArray
-from autotm_core.costs.model import KernelCosts
+from autotm_core.costs.model import KernelCosts, rerun_seconds
 from autotm_core.errors import PlanError, summarize_problems
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -77,11 +79,15 @@ class Simulation:
     """``(n_pools, n_pools, 2)`` bytes moved from pool to pool; last axis sync, async."""
     pair_counts: IntArray
     """``(n_pools, n_pools, 2)`` number of moves from pool to pool; last axis sync, async."""
+    rerun_seconds: FloatArray = attrs.field(factory=lambda: np.zeros(0))
+    """``(n_kernels,)`` time of the reruns at the boundary before each kernel (each its
+    kernel's time with every tensor in the fastest pool); empty: none."""
 
     @property
     def step_seconds(self) -> float:
-        """Predicted time of the step: effective kernel times plus synchronous moves."""
-        return float(self.effective_seconds.sum() + self.sync_seconds.sum())
+        """Predicted time of the step: effective kernel times, synchronous moves and reruns."""
+        return float(self.effective_seconds.sum() + self.sync_seconds.sum()
+                     + self.rerun_seconds.sum())
 
     @property
     def n_kernels(self) -> int:
@@ -191,6 +197,9 @@ def simulate(
         channels,
         traffic,
     )
+    reruns = np.zeros(n)
+    for k, b in zip(a.rerun_kernel.tolist(), a.rerun_before.tolist(), strict=True):
+        reruns[b] += rerun_seconds(costs, k, len(graph.kernels[k].tensors))
     return Simulation(
         graph=graph.name,
         system=system.name,
@@ -205,6 +214,7 @@ def simulate(
         pool_nbytes=pool_nbytes,
         pair_nbytes=pair_nbytes,
         pair_counts=pair_counts,
+        rerun_seconds=reruns,
     )
 
 

@@ -30,11 +30,8 @@ import attrs
 import numpy as np
 import scipy.sparse as sp
 
-from autotm_core.ilp.model_index import ColumnKind, ModelIndex
+from autotm_core.ilp.model_index import CONFIG, EDGE, OCCUPANCY, SLOT, TIME, ModelIndex
 from autotm_core.solvers.base import MatrixProblem
-
-SLOT, EDGE, TIME, OCCUPANCY, CONFIG = (int(kind) for kind in ColumnKind)
-"""Column kinds (:attr:`ModelLayout.kind`), as plain integers for array comparisons."""
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -166,7 +163,8 @@ def _state_order(index: ModelIndex) -> np.ndarray:
     """Per state, its place by occupancy: fewest bounded pools (those with capacity rows),
     then fewest pools, then the slower usable pool."""
     bounded = list(index.occupancy_vars)
-    rank = [(sum(q in st.pools for q in bounded), len(st.pools), -st.usable)
+    rank = [(sum(q in st.pools for q in bounded), len(st.pools), -st.usable) if st.pools
+            else (len(bounded) + 1, 0, 0)  # dropped: restoring it takes a rerun
             for st in index.states]
     return np.array([sorted(set(rank)).index(r) for r in rank], dtype=np.int64)
 

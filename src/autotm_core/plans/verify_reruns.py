@@ -1,0 +1,100 @@
+"""Rerun rules of the plan verifier: a recomputed value is the value it replaces.
+
+A :class:`~autotm_core.plans.model.Rerun` runs a kernel again at a boundary (see
+:mod:`autotm_core.plans.model`). These rules make sure it recomputes what the kernel first
+computed, and only that:
+
+- the kernel may run again: the graph allows it (``rerun``: not random, no side effect)
+  and it updates none of its inputs in place;
+- each input holds, at the boundary, the value the kernel first read: no kernel in between
+  wrote it (a parameter the optimizer has already updated is a wrong plan);
+- each input is in the fastest pool at the boundary: resident there over it (or landed
+  there by a synchronous move, or restored by a rerun before this one at the boundary), or
+  an output of a rerun before this one at the same boundary;
+- an output it restores has not been written since the kernel first ran;
+- a kernel runs again at most once at one boundary.
+
+Capacity at the boundary (every output and the workspace of each rerun) is checked with
+the other capacities in :mod:`autotm_core.plans.verify_memory`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autotm_core.plans.lookups import MAX_REPORTED, PlanLookups, limited
+
+
+def check_reruns(look: PlanLookups) -> list[str]:
+    """Every way the plan's reruns break the rules above."""
+    a, graph = look.a, look.graph
+    if not len(a.rerun_kernel):
+        return []
+    facts = graph.recompute
+    index = graph.tensor_index
+    out: list[str] = []
+    count = 0
+    seen: set[tuple[int, int]] = set()
+    outputs_at: dict[int, set[int]] = {}  # boundary -> tensors its reruns wrote so far
+
+    def add(message: str) -> None:
+        nonlocal count
+        count += 1
+        if len(out) < MAX_REPORTED:
+            out.append(message)
+
+    for i, k, b in zip(a.rerun_index.tolist(), a.rerun_kernel.tolist(),
+                       a.rerun_before.tolist(), strict=True):
+        kernel = graph.kernels[k]
+        what = f"reruns[{i}] ({look.kernel(k)} again before {look.kernel(b)})"
+        if (k, b) in seen:
+            add(f"{what}: the kernel already runs again at this boundary; keep one rerun")
+        seen.add((k, b))
+        if not facts.rerunnable[k]:
+            why = ("the graph marks it not safe to rerun (a random op, or one with a side "
+                   "effect)" if not kernel.rerun else "it updates one of its inputs in place")
+            add(f"{what}: this kernel may not run again: {why}")
+        written = outputs_at.setdefault(b, set())
+        for name in kernel.inputs:
+            u = index[name]
+            if not facts.unchanged(u, k, b):
+                writes = facts.write_kernels[facts.write_ptr[u]:facts.write_ptr[u + 1]]
+                w = int(writes[np.searchsorted(writes, k, side="right")])
+                kind = graph.tensors[u].kind.value
+                add(f"{what}: its input {name!r} ({kind}) was written by {look.kernel(w)} since "
+                    "the kernel first ran, so the rerun would read another value than it did")
+            elif u not in written and not _in_fastest_at_boundary(look, u, b):
+                add(f"{what}: its input {name!r} is not in pool {look.pool_names[0]!r} at that "
+                    "boundary; keep it there, move it there before, or rerun its producer first")
+        for name in kernel.outputs:
+            o = index[name]
+            restored = look.restored_at(np.array([o]), np.array([0]), np.array([b]))[0]
+            if restored and not facts.unchanged(o, k, b):
+                add(f"{what}: restores {name!r}, which a later kernel has written since; the "
+                    "rerun gives its older value")
+            written.add(o)
+    return limited(out, count, "wrong reruns")
+
+
+def _in_fastest_at_boundary(look: PlanLookups, tensor: int, b: int) -> bool:
+    """Whether ``tensor`` is in the fastest pool at the boundary before kernel ``b``: a
+    residency there covers ``b - 1`` and ``b``, or ends at ``b - 1`` with a synchronous move
+    copying it out at ``b``, or begins at ``b`` landed by a synchronous move (one a rerun
+    restores is an output of an earlier rerun, which the caller knows)."""
+    t, zero = np.array([tensor]), np.array([0])
+    before, at = np.array([b - 1]), np.array([b])
+    if look.covered(t, zero, before)[0]:
+        row = int(look.covering(t, zero, before)[0])
+        if look.a.res_last[row] >= b:
+            return True
+        a = look.a
+        leaving = (~a.move_async & (a.move_tensor == tensor) & (a.move_source == 0)
+                   & (a.move_kernel == b))
+        if leaving.any():
+            return True
+    if look.begins(t, zero, at)[0]:
+        a = look.a
+        landing = (~a.move_async & (a.move_tensor == tensor) & (a.move_target == 0)
+                   & (a.move_kernel == b))
+        return bool(landing.any())
+    return False

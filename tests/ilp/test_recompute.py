@@ -1,0 +1,121 @@
+"""Recomputation in the model: a dropped activation restored by a rerun of its producer.
+
+The model's plans with reruns pass the independent verifier, the simulator prices them at
+the model's objective, and recomputing is chosen where it beats keeping or moving."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from autotm_core.costs import roofline_costs
+from autotm_core.ilp.decode import decode_plan, objective_of, settled_values
+from autotm_core.ilp.formulation import build_program
+from autotm_core.ilp.lp import to_matrix_problem
+from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ilp.planner import check_objective
+from autotm_core.ilp.reruns import rerun_options
+from autotm_core.ir import GraphBuilder, TensorKind
+from autotm_core.plans import Rerun, verify_plan
+from autotm_core.presets import preset
+from autotm_core.simulation import simulate
+from autotm_core.solvers import SolverConfig
+from autotm_core.solvers.highs import HighsSolver
+
+MIB = 2**20
+
+
+def layer_step(*, dropout: bool = False, update_before_backward: bool = False):
+    """x -> a = relu(x) -> c = matmul(a, w) -> loss, then a backward that reads a and c
+    late: a (16 MiB, cheap to recompute) has a long gap between its uses."""
+    b = GraphBuilder("layer")
+    b.tensor("x", nbytes=16 * MIB, kind=TensorKind.INPUT)
+    b.tensor("w", nbytes=1 * MIB, kind=TensorKind.PARAMETER)
+    b.tensor("a", nbytes=16 * MIB)
+    b.tensor("c", nbytes=16 * MIB)
+    b.tensor("h", nbytes=32 * MIB)
+    b.tensor("dc", nbytes=16 * MIB)
+    b.tensor("dw", nbytes=1 * MIB, kind=TensorKind.GRADIENT)
+    b.kernel("relu", op="dropout" if dropout else "relu", inputs=["x"], outputs=["a"], flops=1e3)
+    b.kernel("mm", op="matmul", inputs=["a", "w"], outputs=["c"], flops=1e6)
+    b.kernel("big", op="matmul", inputs=["c"], outputs=["h"], flops=1e6)
+    if update_before_backward:
+        b.kernel("early_update", op="sgd_update", inputs=["w", "x"], outputs=["w"], flops=1e3)
+    b.kernel("head_back", op="matmul", inputs=["h", "c"], outputs=["dc"], flops=1e6)
+    b.kernel("mm_back", op="matmul", inputs=["dc", "a", "x"], outputs=["dw"], flops=1e6)
+    b.kernel("update", op="sgd_update", inputs=["w", "dw"], outputs=["w"], flops=1e3)
+    return b.build()
+
+
+def _solve(graph, formulation: Formulation, limit: int, recompute: bool = True):
+    system = preset("gpu-h200").with_capacity("hbm", limit)
+    costs = roofline_costs(graph, system)
+    options = FormulationOptions(formulation=formulation, recompute=recompute, page_nbytes=1)
+    index = build_program(graph, costs, system, options=options)
+    result, values = HighsSolver().solve(to_matrix_problem(index.lp),
+                                       SolverConfig(relative_gap=1e-6))
+    assert values is not None, result
+    values = settled_values(index, values)
+    plan = decode_plan(index, values, graph, system, planner="test")
+    return system, costs, index, values, plan
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("formulation", list(Formulation))
+def test_recomputing_beats_moving_and_its_plan_is_valid_and_priced_exactly(formulation):
+    graph = layer_step()
+    limit = 66 * MIB  # h and c and dc with x: a cannot stay in HBM over "big"
+    system, costs, index, values, plan = _solve(graph, formulation, limit)
+    assert verify_plan(plan, graph, system) == []
+    simulated = float(simulate(plan, graph, system, costs).step_seconds)
+    check_objective(objective_seconds=objective_of(index, values), simulated_seconds=simulated,
+                    graph=graph)
+    assert simulated == pytest.approx(objective_of(index, values), rel=1e-9)
+    relu = graph.kernel_index["relu"]
+    assert Rerun(relu, graph.kernel_index["mm_back"]) in plan.reruns
+    *_, kept = _solve(graph, formulation, limit, recompute=False)
+    assert simulated < float(simulate(kept, graph, system, costs).step_seconds)
+
+
+def test_random_ops_and_inputs_updated_in_between_give_no_option():
+    system = preset("gpu-h200")
+    for graph, barred in ((layer_step(dropout=True), "relu"),
+                          (layer_step(update_before_backward=True), "mm")):
+        costs = roofline_costs(graph, system)
+        found = rerun_options(graph, costs, system, FormulationOptions(recompute=True))
+        assert all(o.kernel != graph.kernel_index[barred] for o in found.options)
+    assert rerun_options(layer_step(), roofline_costs(layer_step(), system), system,
+                         FormulationOptions(recompute=False)).options == ()
+
+
+@pytest.mark.highs
+def test_the_verifier_names_what_is_wrong_with_a_rerun():
+    graph = layer_step()
+    system, _, _, _, plan = _solve(graph, Formulation.SYNCHRONOUS, 66 * MIB)
+    assert plan.reruns
+    without = attrs.evolve(plan, reruns=())
+    problems = verify_plan(without, graph, system)
+    assert any("resident in no pool" in p or "no rerun restores it" in p for p in problems)
+    # the same plan on a graph where the parameter is updated before the rerun
+    updated = layer_step(update_before_backward=True)
+    k = updated.kernel_index
+    shifted = attrs.evolve(plan, graph=updated.name,
+                           reruns=(Rerun(k["mm"], k["mm_back"]),))
+    problems = verify_plan(shifted, updated, system)
+    assert any("its input 'w' (parameter) was written by" in p for p in problems)
+    random = layer_step(dropout=True)
+    problems = verify_plan(attrs.evolve(plan, graph=random.name), random, system)
+    assert any("may not run again" in p for p in problems)
+
+
+@pytest.mark.highs
+def test_recomputation_off_builds_the_model_of_before():
+    graph = layer_step()
+    system = preset("gpu-h200").with_capacity("hbm", 66 * MIB)
+    costs = roofline_costs(graph, system)
+    off = build_program(graph, costs, system, options=FormulationOptions(recompute=False))
+    on = build_program(graph, costs, system, options=FormulationOptions(recompute=True))
+    assert off.reruns == [] and on.reruns
+    assert off.n_variables < on.n_variables
+    assert np.all(off.columns.kind != 5)
