@@ -14,9 +14,19 @@ GRAPH = training_chain(3)
 OPTANE = preset("optane-2019").with_capacity("dram", GRAPH.liveness.peak_nbytes // 2)
 
 
-def _lines(system=OPTANE, costs=None, **options):
+def _lines(system=OPTANE, costs=None, *, recompute_lines=False, **options):
     costs = costs if costs is not None else roofline_costs(GRAPH, system)
-    return model_restrictions(GRAPH, system, costs=costs, options=FormulationOptions(**options))
+    lines = model_restrictions(GRAPH, system, costs=costs, options=FormulationOptions(**options))
+    return tuple(line for line in lines if recompute_lines or "recompute" not in line)
+
+
+def test_recomputation_off_or_narrowed_is_named():
+    (off,) = _lines(page_nbytes=1, recompute_lines=True)
+    assert "recomputation is off" in off
+    (on,) = _lines(page_nbytes=1, recompute=True, recompute_depth=5, recompute_lines=True)
+    assert "fastest pool" in on and "5 producers" in on
+    assert len(_lines(page_nbytes=1, recompute=True, formulation="static",
+                      recompute_lines=True)) == 2
 
 
 def test_exact_addresses_off_and_two_pools_leave_no_restriction():

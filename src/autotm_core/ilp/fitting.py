@@ -219,7 +219,8 @@ def plan_with_addresses(
         time_limit_seconds, min_solve_seconds=strategy.min_solve_seconds)
     if pool is None:
         pool = IncumbentPool(graph, system, costs,
-                             test=Packing(graph, system, alignment_nbytes=alignment_nbytes))
+                             test=Packing(graph, system, alignment_nbytes=alignment_nbytes),
+                             recompute=options is not None and options.recompute)
     with budget.phase("packing"):
         pool.offer_all((p, Source(Origin.WARM_START, name=p.planner)) for p in start_plans)
     fitting = _Fitting(

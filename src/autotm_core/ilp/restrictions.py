@@ -9,6 +9,7 @@ the model, which ..." instead of claiming more than was proven.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
@@ -18,8 +19,26 @@ from autotm_core.ilp.options import (
     binding_pools,
     resolve_capacities,
 )
+from autotm_core.ilp.reruns import rerun_options
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
+
+
+def _recompute_restrictions(graph: Graph, system: MemorySystem, costs: KernelCosts,
+                            options: FormulationOptions) -> list[str]:
+    """How the model narrows the plan rules' reruns (:mod:`autotm_core.ilp.reruns`)."""
+    if not options.recompute:
+        if rerun_options(graph, costs, system, attrs.evolve(options, recompute=True)).options:
+            return ["no activation is recomputed (recomputation is off): a plan that reruns "
+                    "a producer instead of keeping or moving its output is not found"]
+        return []
+    out = ["a rerun reads its inputs from the fastest pool and runs only just before a use "
+           "of a value it restores, or at such a boundary as part of a chain of at most "
+           f"{options.recompute_depth} producers"]
+    if options.formulation is Formulation.STATIC:
+        out.append("static: a tensor keeps its one pool, but for being dropped and restored "
+                   "into the fastest pool")
+    return out
 
 
 def model_restrictions(graph: Graph, system: MemorySystem, *, costs: KernelCosts,
@@ -41,6 +60,7 @@ def model_restrictions(graph: Graph, system: MemorySystem, *, costs: KernelCosts
         kinds = ", ".join(sorted(k.value for k in options.pinned_kinds))
         out.append(f"tensors of kinds {kinds} stay in {system.pools[0].name!r} for their "
                    "whole life (pin_to_fast)")
+    out += _recompute_restrictions(graph, system, costs, options)
     if options.formulation is Formulation.STATIC:
         return tuple(out)
     if _slower_copy_can_be_faster(costs):

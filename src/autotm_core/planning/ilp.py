@@ -166,7 +166,7 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
     packing = Packing(graph, system) if settings.fits_addresses else None
     chain = _Chain(problem=problem, target=planner, settings=settings,
                    pool=IncumbentPool(graph, system, problem.costs, test=packing,
-                                      listener=listener),
+                                      listener=listener, recompute=settings.recompute),
                    budget=budget, listener=listener,
                    warm_starts=tuple(WarmStart.of(w) for w in warm_starts))
     steps: list[Step[_Chain]] = [_HeldPlans(),

@@ -38,6 +38,14 @@ the link carries the kernels' traffic; see
 :attr:`~autotm_core.memory.CopyLink.kernel_traffic`), summed over the pools. The two
 directions count separately (as if each had its own channel).
 
+With recomputation (``recompute=True``), a tensor the graph lets a plan recompute may
+also be outside by being dropped (``xr``, part of ``x``): it then crosses neither way, but
+before its next read its producer reruns, which takes at least the producer's fastest
+time once (a producer's outputs share a rerun); the step lasts at least the whole compute
+plus those reruns. The crossing rows count only the part moved (``x - xr``), so a byte
+over capacity costs a crossing or a rerun, whichever is cheaper; chains of reruns are
+counted as one rerun each (a relaxation).
+
 It ignores page rounding, pinned tensors, the kernels' own slowdown from slow operands,
 copies that cannot overlap each other and the deadline of each fetch (before the read),
 each of which only raises the true optimum: it is valid, not tight.
@@ -84,8 +92,9 @@ class LowerBound:
         return max(self.compute_seconds, self.traffic_seconds)
 
 
-def physical_lower_bound(problem: Problem) -> LowerBound:
-    """The physical lower bound of ``problem`` under its limit (see the module docstring)."""
+def physical_lower_bound(problem: Problem, *, recompute: bool = False) -> LowerBound:
+    """The physical lower bound of ``problem`` under its limit (see the module docstring);
+    with ``recompute``, valid also for plans that recompute activations (reruns)."""
     system = problem.limited_system
     compute = problem.all_fast_seconds or 0.0
     rate_in, rate_out = crossing_rates(system)
@@ -94,8 +103,10 @@ def physical_lower_bound(problem: Problem) -> LowerBound:
     if capacity is None or rate_in <= 0 or rate_out <= 0:
         return LowerBound(compute_seconds=compute, rate_in=rate_in, rate_out=rate_out,
                           traffic_seconds=0.0, split_after=-1)
-    seconds, split_after = _least_split(liveness, capacity, rate_in, rate_out,
-                                        least_kernel_seconds(problem.costs, liveness.n_kernels))
+    least = least_kernel_seconds(problem.costs, liveness.n_kernels)
+    droppable = problem.graph.recompute.recomputable if recompute else None
+    seconds, split_after = _least_split(liveness, capacity, rate_in, rate_out, least,
+                                        droppable)
     return LowerBound(compute_seconds=compute, rate_in=rate_in, rate_out=rate_out,
                       traffic_seconds=seconds, split_after=split_after)
 
@@ -129,7 +140,8 @@ _NO_EXCESS = (0.0, -1)
 
 
 def _least_split(liveness: Liveness, capacity: int, rate_in: float, rate_out: float,
-                 kernel_seconds: FloatArray) -> tuple[float, int]:
+                 kernel_seconds: FloatArray,
+                 droppable: BoolArray | None = None) -> tuple[float, int]:
     """The LP of the module docstring: the least largest split's seconds, and the kernel
     after which it falls (0 seconds without an excess)."""
     n_kernels = liveness.n_kernels
@@ -148,7 +160,9 @@ def _least_split(liveness: Liveness, capacity: int, rate_in: float, rate_out: fl
     program = _SplitProgram(
         liveness=liveness, need=need, pairs=_lp_pairs(liveness, need, np.flatnonzero(~small)),
         rate_in=rate_in, rate_out=rate_out, unit_nbytes=unit_nbytes, unit_seconds=unit_seconds,
-        compute_before=compute_before)
+        compute_before=compute_before, kernel_seconds=kernel_seconds,
+        droppable=np.zeros(len(liveness.nbytes), dtype=bool) if droppable is None
+        else droppable)
     return program.solve()
 
 
@@ -229,16 +243,21 @@ class _Columns(NamedTuple):
     before: int
     after: int
     z: int
+    xr: int
+    rerun: int
     n_cols: int
 
     @classmethod
     def of(cls, n_pairs: int, n_rows: int, n_splits: int) -> _Columns:
-        """The layout: the groups in the order above, each after the one before."""
+        """The layout: the groups in the order above, each after the one before; then
+        ``xr`` (the part of ``x`` dropped, per pair) and ``rerun`` (per kernel: whether it
+        reruns, ``n_splits - 1`` kernels)."""
         before = 3 * n_pairs + 2 * n_rows
         z = before + 2 * n_splits
         return cls(n_pairs, n_rows, n_splits, x=0, c=n_pairs, d=2 * n_pairs,
                    out_by=3 * n_pairs, in_from=3 * n_pairs + n_rows, before=before,
-                   after=before + n_splits, z=z, n_cols=z + 1)
+                   after=before + n_splits, z=z, xr=z + 1, rerun=z + 1 + n_pairs,
+                   n_cols=z + 1 + n_pairs + n_splits - 1)
 
 
 @attrs.frozen(kw_only=True)
@@ -256,6 +275,10 @@ class _SplitProgram:
     unit_seconds: float
     compute_before: FloatArray
     """Per split ``b = -1 .. n-1``, the least compute of the kernels up to ``b``."""
+    kernel_seconds: FloatArray
+    """Per kernel, its least time (what a rerun of it takes at least)."""
+    droppable: BoolArray
+    """Per tensor: a plan may drop it and recompute it (all False without recomputation)."""
 
     @property
     def cols(self) -> _Columns:
@@ -293,6 +316,7 @@ class _SplitProgram:
         ub, eq = _Rows(), _Rows()
         self._cover_rows(ub)
         self._split_rows(ub)
+        self._rerun_rows(ub)
         self._crossing_rows(eq)
         cost = np.zeros(cols.n_cols)
         cost[cols.z] = 1.0
@@ -318,12 +342,14 @@ class _SplitProgram:
         ub.add(r + p.row, x + pairs, -size[p.tensor])
         r = ub.block(cols.n_pairs)
         ub.add(r + pairs, x + pairs, 1.0)
+        ub.add(r + pairs, cols.xr + pairs, -1.0)
         ub.add(r + pairs, c + pairs, -1.0)
         r = ub.block(len(follows))
         ub.add(r + np.arange(len(follows)), c + follows, 1.0)
         ub.add(r + np.arange(len(follows)), c + follows + 1, -1.0)
         r = ub.block(len(read))
         ub.add(r + np.arange(len(read)), x + read, 1.0)
+        ub.add(r + np.arange(len(read)), cols.xr + read, -1.0)
         ub.add(r + np.arange(len(read)), d + read, -1.0)
         r = ub.block(len(follows))
         ub.add(r + np.arange(len(follows)), d + follows + 1, 1.0)
@@ -348,6 +374,27 @@ class _SplitProgram:
         ub.add(r + np.arange(n_splits), cols.before + np.arange(n_splits), 1.0)
         ub.add(r + np.arange(n_splits), cols.after + np.arange(n_splits), 1.0)
         ub.add(r + np.arange(n_splits), np.full(n_splits, cols.z), -1.0)
+
+    def _rerun_rows(self, ub: _Rows) -> None:
+        """The dropped part of a pair is at most the pair's ``x`` and at most its producer's
+        rerun; the step is at least the whole compute plus the reruns' least times."""
+        p, cols = self.pairs, self.cols
+        pairs = np.flatnonzero(self.droppable[p.tensor] & p.ahead)
+        if not len(pairs):
+            return
+        rows = np.arange(len(pairs))
+        r = ub.block(len(pairs))
+        ub.add(r + rows, cols.xr + pairs, 1.0)
+        ub.add(r + rows, cols.x + pairs, -1.0)
+        producer = self.liveness.producer[p.tensor[pairs]]
+        r = ub.block(len(pairs))
+        ub.add(r + rows, cols.xr + pairs, 1.0)
+        ub.add(r + rows, cols.rerun + producer, -1.0)
+        kernels = np.unique(producer)
+        r = ub.block(1, -self.compute_before[-1] / self.unit_seconds)
+        ub.add(np.full(len(kernels), r), cols.rerun + kernels,
+               self.kernel_seconds[kernels] / self.unit_seconds)
+        ub.add(np.array([r]), cols.z, -1.0)
 
     def _crossing_rows(self, eq: _Rows) -> None:
         """``out_by[j] - out_by[j-1]``: the bytes out first needed at row ``j``;
@@ -375,6 +422,10 @@ class _SplitProgram:
         bounds = np.zeros((cols.n_cols, 2))
         bounds[:, 1] = np.inf
         bounds[: 3 * cols.n_pairs, 1] = 1.0
+        # only a droppable tensor's pairs with a read ahead may be dropped; reruns are 0..1
+        bounds[cols.xr: cols.xr + cols.n_pairs, 1] = (self.droppable[self.pairs.tensor]
+                                                      & self.pairs.ahead).astype(np.float64)
+        bounds[cols.rerun: cols.n_cols, 1] = 1.0
         # after the last read nothing needs to come back
         bounds[cols.d + np.arange(cols.n_pairs)[~self.pairs.ahead], 1] = 0.0
         bounds[cols.before: cols.before + cols.n_splits, 0] = (self.compute_before

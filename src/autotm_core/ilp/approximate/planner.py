@@ -615,7 +615,8 @@ def plan_approximate(
     check_lower_bounds(graph, system, resolve_capacities(graph, system, options.capacities),
                        options)
     if pool is None:
-        pool = IncumbentPool(graph, system, costs, listener=listener)
+        pool = IncumbentPool(graph, system, costs, listener=listener,
+                             recompute=options.recompute)
     pool.offer_all((p, Source(Origin.WARM_START, name=p.planner)) for p in start_plans)
     state = ApproximateSearch(graph=graph, system=system, costs=costs, options=options,
                               solver=backend, relative_gap=relative_gap, strategy=strategy,

@@ -162,6 +162,8 @@ class IncumbentPool:
     """The caller's test (``None``: every plan passes)."""
     listener: Listener = ignore
     """Told of every faster plan that passes."""
+    recompute: bool = False
+    """Whether plans may recompute (have reruns); one that does is not held otherwise."""
     _held: tuple[Held, ...] = ()
 
     def offer(self, plan: Plan, source: Source, *,
@@ -171,6 +173,10 @@ class IncumbentPool:
         from autotm_core.plans.verify import verify_plan
         from autotm_core.simulation import simulate
 
+        if plan.reruns and not self.recompute:
+            logger.info("plan of %s not held: it recomputes, and recomputation is off",
+                        source.describe())
+            return None
         tested = self.test(plan) if self.test is not None else plan
         candidate = plan if tested is None else tested
         problems = verify_plan(candidate, self.graph, self.system)
