@@ -75,3 +75,71 @@ def test_the_kinds_table_fits_80_columns(problem) -> None:  # type: ignore[no-un
     assert "…" not in page
     for word in ("optimizer", "state", "parameter", "dram", "pmm", "added"):
         assert word in page.split(), (word, page)
+
+
+class _CountingTables:
+    """Profiled (table) costs that count every lookup of each kernel."""
+
+    def __init__(self, tables) -> None:  # type: ignore[no-untyped-def]
+        self.tables = tables
+        self.lookups = np.zeros(len(tables.tables), dtype=np.int64)
+
+    @property
+    def n_pools(self) -> int:
+        return int(self.tables.n_pools)
+
+    def seconds(self, kernel, pools):  # type: ignore[no-untyped-def]
+        self.lookups[kernel] += 1
+        return self.tables.seconds(kernel, pools)
+
+    def seconds_all(self, entry_pools):  # type: ignore[no-untyped-def]
+        ptr = self.tables.kernel_ptr
+        return np.array([self.seconds(k, entry_pools[ptr[k]:ptr[k + 1]])
+                         for k in range(len(self.lookups))])
+
+    def table(self, kernel):  # type: ignore[no-untyped-def]
+        self.lookups[kernel] += 1
+        return self.tables.table(kernel)
+
+    def separable(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("planner", ["greedy", "all-slow"])
+def test_profiled_costs_are_looked_up_once_per_kernel_and_agree(problem, planner: str) -> None:  # type: ignore[no-untyped-def]
+    from autotm_core.costs.model import TableCosts
+    from autotm_core.planning.breakdown import kind_breakdown
+
+    roofline = problem.costs.separable()
+    tables = _CountingTables(TableCosts(
+        n_pools=roofline.n_pools, kernel_ptr=roofline.kernel_ptr,
+        tables=tuple(roofline.table(k) for k in range(roofline.n_kernels))))
+    outcome = plan(problem, planner)
+    by_table = kind_breakdown(outcome.plan, problem.graph, problem.limited_system, tables,
+                              outcome.simulation)
+    # the all-fast time, then the table of each kernel with a tensor outside the fastest pool
+    assert tables.lookups.max() <= 2, tables.lookups
+    by_roofline = outcome_breakdown(outcome)
+    for mine, theirs in zip(by_table.uses, by_roofline.uses, strict=True):
+        assert mine.added_seconds == pytest.approx(theirs.added_seconds, rel=1e-9, abs=1e-15)
+    assert by_table.unattributed_seconds == pytest.approx(by_roofline.unattributed_seconds,
+                                                          abs=1e-12)
+
+
+def test_the_saving_of_each_tensor_is_its_kernels_time_with_it_in_the_fastest_pool(problem) -> None:  # type: ignore[no-untyped-def]
+    from autotm_core.planning.breakdown import _saving_weights
+    from autotm_core.plans.arrays import encode_plan
+
+    outcome = plan(problem, "all-slow")
+    live = problem.graph.liveness
+    arrays, _ = encode_plan(outcome.plan, problem.graph, problem.limited_system)
+    pools = np.asarray(arrays.entry_pools, dtype=np.int64)
+    owner = live.entry_kernels()
+    seconds = outcome.simulation.kernel_seconds
+    weights = _saving_weights(pools, owner, live.kernel_ptr, problem.costs, seconds)
+    for e in range(len(pools)):  # the plain reference: one kernel's time per tensor flipped
+        k = owner[e]
+        flipped = pools[live.kernel_ptr[k]:live.kernel_ptr[k + 1]].copy()
+        flipped[e - live.kernel_ptr[k]] = 0
+        expected = max(0.0, seconds[k] - problem.costs.seconds(k, flipped)) if pools[e] else 0.0
+        assert weights[e] == pytest.approx(expected, rel=1e-9, abs=1e-15), e

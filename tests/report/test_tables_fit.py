@@ -87,3 +87,24 @@ def test_a_value_keeps_its_unit_on_its_line_while_the_table_can_fit() -> None:
     page = _text(words_table("sweep", columns, rows, width=80, left=("planner", "status")), 80)
     for value in ("1.80 GiB", "4.00 MiB", "2.04 MiB", "10.31 s", "synchronous"):
         assert value in page, (value, page)
+
+
+def test_columns_close_up_before_a_value_leaves_its_unit() -> None:
+    from autotm_core.report.tables import words_table
+
+    # sweep --system hbm-dram-cxl --capacities 10KiB,... with a point that has no plan (a
+    # status column) at 80 columns: "10.00 KiB" once took two lines
+    columns = ("planner", "limit", "fast mem", "slowdown", "moved", "cost", "plan time", "gap",
+               "status")
+    rows = [["greedy", "10KiB", "10.00 KiB", "6.056x", "8.58 KiB", "47.6%", "0.00 s", "-", "ok"],
+            ["all-fast", "1000MiB", "1000.00 MiB", "1.000x", "0 B", "100.0%", "0.00 s", "-",
+             "no-plan"],
+            ["greedy", "1.8MiB", "1.80 MiB", "5.566x ★", "52.54 KiB", "51.0%", "0.00 s", "-",
+             "ok"]]
+    page = _text(words_table("sweep", columns, rows, width=80, left=("planner", "status")), 80)
+    assert max(len(line.rstrip()) for line in page.splitlines()) <= 80, page
+    for value in ("10.00 KiB", "1000.00 MiB", "52.54 KiB", "5.566x ★", "no-plan"):
+        assert value in page, (value, page)
+    # where two spaces between columns fit, they stay
+    wide = _text(words_table("sweep", columns, rows, width=120, left=("planner", "status")), 120)
+    assert "1000MiB  1000.00 MiB" in wide, wide

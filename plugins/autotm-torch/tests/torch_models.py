@@ -180,3 +180,16 @@ def dropout_factory(batch_size: int = 4):
     model = DropoutMLP()
     made.update(model=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-3))
     return made
+
+
+def wide_mlp_factory(batch_size: int = 128, width: int = 256, depth: int = 3):
+    """A wider MLP's training step (SGD): its matrix multiplies take most of the time, the
+    case the compute rate of 'calibrate --kernels torch' is for."""
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Linear(64, width), nn.ReLU()]
+    for _ in range(depth - 1):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(width, 10))
+    return {"model": model, "example_inputs": (torch.randn(batch_size, 64),),
+            "loss": nn.CrossEntropyLoss(), "targets": (torch.randint(0, 10, (batch_size,)),),
+            "optimizer": "sgd"}

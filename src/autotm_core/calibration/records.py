@@ -1,8 +1,11 @@
-"""Records of a calibration: figures per NUMA node, per copy direction, and the compute rate."""
+"""Records of a calibration: figures per NUMA node, per copy direction, the compute rate and the
+fixed time per kernel of the kind of kernels calibrated for."""
 
 from __future__ import annotations
 
 import attrs
+
+from autotm_core.calibration.rates import REPLAY, ReplayRates
 
 
 @attrs.frozen(slots=True)
@@ -44,7 +47,9 @@ class Calibration:
     links: tuple[LinkFigures, ...]
     """One per ordered pair of nodes, a node to itself included."""
     flops_per_second: float
-    """Rate of the replay kernels' compute rounds (one thread; a division counts 4 FLOPs)."""
+    """Compute rate of the kernels calibrated for (:attr:`kernels`): the replay kernels'
+    compute rounds (one thread; a division counts 4 FLOPs), or a frontend's matrix
+    multiply."""
     buffer_nbytes: int
     """Size of every buffer streamed or chased."""
     last_level_cache_nbytes: int | None
@@ -57,3 +62,12 @@ class Calibration:
     """Processor and thread count, for the file's description."""
     seconds: float
     """Wall time of the calibration."""
+    kernels: str = REPLAY
+    """The kind of kernels whose compute rate, bandwidths and fixed time were measured
+    (``calibrate --kernels``: ``replay``, or a frontend such as ``torch``)."""
+    method: str = ReplayRates.method
+    """How that kind's figures were measured, in words."""
+    kernel_overhead_seconds: float = 0.0
+    """Fixed seconds per kernel of that kind in the executor's loop (0: not measured)."""
+    overhead_kernels: int = 0
+    """Kernels of the step the fixed time was measured on (0: none was run)."""

@@ -25,6 +25,7 @@ from typing import NoReturn
 
 from rich.console import Console
 
+from autotm_core.cli.stderr import ConsoleLogHandler, stderr_console
 from autotm_core.errors import AutotmError, SolveInterruptedError
 
 COMMANDS = (
@@ -95,9 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(_joined_negative_values(sys.argv[1:] if argv is None else argv))
+    stderr_console.cache_clear()  # this command's console: its width read now
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
+        handlers=[ConsoleLogHandler()],
     )
     console = Console()
 

@@ -207,6 +207,7 @@ def check_point(problem: Problem, *, insist: bool) -> None:
     warning on standard error instead. A warning too when the graph was captured for
     another kind of device than the system's."""
     from autotm_core.capacity import over_capacity
+    from autotm_core.cli.stderr import warn
     from autotm_core.errors import UsageError
     from autotm_core.memory import capture_mismatch
 
@@ -217,16 +218,6 @@ def check_point(problem: Problem, *, insist: bool) -> None:
     mismatch = capture_mismatch(problem.graph, problem.system)
     warn([f"{text}: planned anyway (--insist)" for text in beyond]
          + ([mismatch] if mismatch else []))
-
-
-def warn(lines: list[str]) -> None:
-    """Print each of ``lines`` as a ``warning:`` line on standard error."""
-    from rich.console import Console
-    from rich.markup import escape
-
-    errors = Console(stderr=True)
-    for line in lines:
-        errors.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
 
 
 def add_insist(parser: argparse.ArgumentParser) -> None:

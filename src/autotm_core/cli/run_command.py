@@ -109,6 +109,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     check_pool_names(bind, "--bind", system)
     check_pool_names(arenas, "--arena", system)
     costs = resolve_costs(graph, system, costs_path=args.costs)
+    if kernels is not None:
+        _check_calibrated_for(args.kernels.partition(":")[0], system, costs_path=args.costs)
     if kernels is None:
         _announce_replay(graph, system, args)
         kernels = ReplayKernels(check=not args.no_check)
@@ -157,6 +159,21 @@ def _kernels(args: argparse.Namespace) -> KernelRunner | None:
         raise UsageError(f"frontend {name!r} cannot run plans with its own kernels (it has no "
                          "kernel_runner())", hint="use --kernels replay")
     return frontend.kernel_runner(spec, **options)
+
+
+def _check_calibrated_for(frontend: str, system: MemorySystem, *, costs_path: str | None
+                          ) -> None:
+    """A warning when a frontend's real kernels run on a system file with no fixed time per
+    kernel (calibrated for the replay kernels, or written by hand): its roofline predicts other
+    kernels than these, so the comparison says little about the plan."""
+    from autotm_core.cli.stderr import warn
+    from autotm_core.presets import is_preset
+
+    if costs_path is not None or is_preset(system) or system.kernel_overhead_seconds > 0:
+        return
+    warn([f"memory system {system.name!r} has no fixed time per kernel: it was not calibrated "
+          f"for {frontend}'s kernels, so its roofline predicts other kernels than these "
+          f"('calibrate --kernels {frontend} -o FILE' measures this machine for them)"])
 
 
 def _announce_replay(graph: Graph, system: MemorySystem, args: argparse.Namespace) -> None:

@@ -60,12 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from autotm_core.cli.options import ilp_settings, problem_of, report_width
+    from autotm_core.cli.stderr import stderr_console
     from autotm_core.planning import compare_baselines, plan
     from autotm_core.plans import save_plan
     from autotm_core.report.solve_report import render_solve, solve_facts
 
     settings = ilp_settings(args)
-    progress = Console(stderr=True)
+    # the console warnings and log records print through: above the spinner, not on its line
+    progress = stderr_console()
     with progress.status("loading the graph and the memory system") as status:
         problem = problem_of(args)
         outcome = plan(problem, args.formulation, settings, listener=_Progress(status))

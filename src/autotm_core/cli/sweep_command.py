@@ -129,7 +129,7 @@ def _warn_beyond_the_system(points: list[Any]) -> None:
     capacity (a sweep plans such points, as what-ifs, rather than refuse them), and for each
     graph captured for another kind of device than the system's."""
     from autotm_core.capacity import over_capacity
-    from autotm_core.cli.options import warn
+    from autotm_core.cli.stderr import warn
     from autotm_core.errors import AutotmError
     from autotm_core.memory import capture_mismatch
     from autotm_core.planning import load_problem

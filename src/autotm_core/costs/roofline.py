@@ -7,13 +7,14 @@ For kernel ``k`` with its tensors ``t`` in pools ``p(t)``::
                     + write[k, t] * nbytes[t] / write_bytes_per_second[p(t)]
              + workspace_nbytes[k] * (1 / read_bytes_per_second[0] + 1 / write_bytes_per_second[0])
     latency  = sum_t latency_seconds[p(t)]
-    seconds  = max(compute, memory) + latency
-             = max(compute + latency, memory + latency)
+    seconds  = max(compute, memory) + latency + kernel_overhead_seconds
+             = max(compute + latency + overhead, memory + latency + overhead)
 
 An in-place tensor (both input and output) is read and written. The workspace is
-read and written once in the fastest pool. The second line is the separable form:
-term 0 is ``compute + latency``, term 1 is ``memory + latency``, both affine in
-the pool of each tensor.
+read and written once in the fastest pool. ``kernel_overhead_seconds`` is the
+system's fixed time per kernel (a framework's dispatch; 0 unless calibrated). The
+second line is the separable form: term 0 is ``compute + latency + overhead``,
+term 1 is ``memory + latency + overhead``, both affine in the pool of each tensor.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def roofline_costs(
     constants[:, MEMORY_TERM] = live.workspace_nbytes * (
         seconds_per_read_byte[0] + seconds_per_write_byte[0]
     )
+    constants += system.kernel_overhead_seconds
     return SeparableCosts(
         n_pools=n_pools,
         kernel_ptr=live.kernel_ptr,

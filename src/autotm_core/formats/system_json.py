@@ -27,6 +27,9 @@ def system_to_document(system: MemorySystem) -> dict[str, Any]:
         "description": system.description,
         "source": system.source,
         "flops_per_second": system.flops_per_second,
+        # written when set: a file without it means what it always meant
+        **({"kernel_overhead_seconds": system.kernel_overhead_seconds}
+           if system.kernel_overhead_seconds else {}),
         "pools": [
             {
                 "name": p.name,
@@ -68,8 +71,8 @@ def load_system(path: str | os.PathLike[str]) -> MemorySystem:
 def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
     fields.unknown_keys(
         doc,
-        {"format", "version", "name", "description", "source", "flops_per_second", "pools",
-         "copies"},
+        {"format", "version", "name", "description", "source", "flops_per_second",
+         "kernel_overhead_seconds", "pools", "copies"},
         "",
     )
     pools = []
@@ -122,6 +125,9 @@ def _system_from(doc: Mapping[str, Any], fields: Fields) -> MemorySystem:
             source=fields.get(doc, "source", "", str, required=False, default=""),
             flops_per_second=fields.get(
                 doc, "flops_per_second", "", _NUMBER, required=False, default=1e12
+            ),
+            kernel_overhead_seconds=fields.get(
+                doc, "kernel_overhead_seconds", "", _NUMBER, required=False, default=0.0
             ),
             pools=tuple(pools),
             links=tuple(links),

@@ -148,6 +148,10 @@ class MemorySystem:
     """What machine this is."""
     source: str = ""
     """Where its numbers come from."""
+    kernel_overhead_seconds: float = attrs.field(default=0.0, validator=_non_negative)
+    """Seconds every kernel takes besides its compute and memory traffic: a framework's
+    dispatch and the executor's loop around each kernel (``calibrate --kernels torch``
+    measures it for PyTorch's kernels on this machine; 0 for a published machine)."""
 
     def __attrs_post_init__(self) -> None:
         if len(self.pools) < 2:

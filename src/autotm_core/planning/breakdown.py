@@ -255,20 +255,39 @@ def _spread(charged: Any, seconds: Any, kernel_of: Any, weights: Any, kind_of: A
 def _saving_weights(pools: Any, owner: Any, kernel_ptr: Any, costs: KernelCosts,
                     seconds: Any) -> Any:
     """For each entry outside the fastest pool, the seconds its kernel would save with that
-    one tensor in the fastest pool (0 elsewhere, and where the costs cannot price it)."""
+    one tensor in the fastest pool (0 elsewhere, and where the costs cannot price it).
+
+    Each kernel's costs are looked up once: the separable form's terms for all kernels at
+    once, a table's configurations once per kernel that has a tensor outside the fastest
+    pool (not once per tensor use: profiled costs of a very large graph)."""
     weights = np.zeros(len(pools))
-    position = np.arange(len(pools)) - kernel_ptr[owner]
-    for j in range(int(position.max()) + 1 if len(pools) else 0):
-        flip = np.flatnonzero((position == j) & (pools > 0))
-        if not len(flip):
+    outside = np.flatnonzero(pools > 0)
+    if not len(outside):
+        return weights
+    separable = costs.separable()
+    if separable is not None:
+        entries = np.arange(len(pools))
+        picked = separable.coefficients[entries, :, pools]  # (n_entries, n_terms)
+        terms = separable.constants.copy()
+        np.add.at(terms, owner, picked)
+        # the kernel's terms with one entry moved to the fastest pool
+        flipped = (terms[owner[outside]] - picked[outside]
+                   + separable.coefficients[outside, :, 0]).max(axis=1)
+        weights[outside] = np.maximum(0.0, seconds[owner[outside]] - flipped)
+        return weights
+    for k in np.unique(owner[outside]):
+        start, stop = int(kernel_ptr[k]), int(kernel_ptr[k + 1])
+        here = np.asarray(pools[start:stop], dtype=np.int64)
+        flip = np.flatnonzero(here > 0)
+        candidates = np.repeat(here[np.newaxis, :], len(flip), axis=0)
+        candidates[np.arange(len(flip)), flip] = 0
+        table = costs.table(int(k))
+        if not len(table.seconds):
             continue
-        flipped = pools.copy()
-        flipped[flip] = 0
-        try:
-            saved = seconds - np.asarray(costs.seconds_all(flipped), dtype=np.float64)
-        except PlanError:  # a cost table without that configuration: weigh by bytes instead
-            continue
-        weights[flip] = np.maximum(0.0, saved[owner[flip]])
+        same = (table.configs[np.newaxis, :, :] == candidates[:, np.newaxis, :]).all(axis=2)
+        listed = same.any(axis=1)  # a table without a configuration: weigh by bytes instead
+        saved = seconds[k] - table.seconds[same.argmax(axis=1)]
+        weights[start + flip[listed]] = np.maximum(0.0, saved[listed])
     return weights
 
 

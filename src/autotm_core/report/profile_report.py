@@ -86,6 +86,10 @@ def calibration_facts(calibration: Calibration, system: MemorySystem, *, output:
         "last_level_cache_nbytes": calibration.last_level_cache_nbytes,
         "repeat": calibration.repeat,
         "flops_per_second": calibration.flops_per_second,
+        "kernels": calibration.kernels,
+        "method": calibration.method,
+        "kernel_overhead_seconds": calibration.kernel_overhead_seconds,
+        "overhead_kernels": calibration.overhead_kernels,
         "seconds": calibration.seconds,
         "nodes": [
             {"node": f.node, "memory_nbytes": f.memory_nbytes,
@@ -115,10 +119,18 @@ def render_calibration(facts: dict[str, Any]) -> RenderableType:
     head.add_row("buffers", f"{format_bytes(facts['buffer_nbytes'])} each"
                  + (f" (last-level cache {format_bytes(cache)})" if cache else "")
                  + f", median of {facts['repeat']} runs")
-    head.add_row("compute", f"{facts['flops_per_second'] / 1e9:.2f} GFLOP/s (one thread)")
+    head.add_row("kernels", escape(facts["kernels"]) + (
+        " (the replay kernels: one thread)" if facts["kernels"] == "replay"
+        else f" (their own compute, reads and writes: {escape(facts['method'])})"))
+    head.add_row("compute", f"{facts['flops_per_second'] / 1e9:.2f} GFLOP/s")
+    if facts["overhead_kernels"]:
+        head.add_row("per kernel", f"{format_seconds(facts['kernel_overhead_seconds'])} fixed "
+                     f"(a step of {facts['overhead_kernels']} small kernels run as 'run' runs "
+                     "a plan, beyond the roofline)")
     head.add_row("took", format_seconds(facts["seconds"]))
     parts.append(head)
-    nodes = Table(title="memory per NUMA node (one thread)", title_justify="left")
+    who = "one thread" if facts["kernels"] == "replay" else f"{facts['kernels']} kernels"
+    nodes = Table(title=f"memory per NUMA node ({escape(who)})", title_justify="left")
     for column in ("node", "memory", "read", "write", "latency"):
         nodes.add_column(column, justify="left" if column == "node" else "right")
     for f in facts["nodes"]:

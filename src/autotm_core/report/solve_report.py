@@ -65,6 +65,8 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
     facts["note"] = outcome.note or None
     facts["plan_seconds"] = outcome.plan_seconds
     facts["phases"] = {phase.name: phase.seconds for phase in outcome.phases}
+    facts["phases_seconds"] = sum(phase.seconds for phase in outcome.phases)
+    facts["solve"]["covers"] = _solved(outcome)[1]
     facts["reductions"] = None if outcome.reductions is None else outcome.reductions.summary()
     a = outcome.addresses
     facts["addresses"] = None if a is None else {
@@ -110,6 +112,18 @@ def _phase_lines(outcome: Outcome) -> list[tuple[str, str]]:
     return lines
 
 
+def _solved(outcome: Outcome) -> tuple[str, str]:
+    """The row name and the words for the solve whose model and termination the report
+    shows: the last model solved (exact; the last address-fitting round's), or the
+    approximate planner's solves together. Its time is a part of the phases', not all."""
+    assert outcome.model is not None and outcome.solve is not None
+    if outcome.solve.mode is PlanMode.APPROXIMATE:
+        return "solves", "every stretch and model of the approximate planner"
+    rounds = len(outcome.addresses.rounds) if outcome.addresses is not None else 0
+    which = f", address-fitting round {rounds}" if rounds > 1 else ""
+    return "last solve", f"the {outcome.model.formulation} model{which}"
+
+
 def _head(outcome: Outcome) -> Table:
     assert outcome.solve is not None and outcome.model is not None
     s, m = outcome.solve, outcome.model
@@ -148,12 +162,19 @@ def _head(outcome: Outcome) -> Table:
                      f"({r['always_fast_tensors']:,} tensors always fast, "
                      f"{r['never_fast_slots']:,} slots never fast, "
                      f"{r['unprofitable_fetches']:,} unprofitable fetches)")
-    head.add_row("time", f"build {format_seconds(s.build_seconds)}, hand-off "
-                 f"{format_seconds(s.handoff_seconds)}, solve "
-                 f"{format_seconds(s.solve_seconds)} (total {format_seconds(s.total_seconds)})"
-                 + ("" if s.warm_started else ", no warm start"))
-    for i, (stage, line) in enumerate(_phase_lines(outcome)):
+    # the whole planning time first, then where it went, then the one solve the model and
+    # termination rows describe (part of one of those phases)
+    phases = _phase_lines(outcome)
+    head.add_row("time", f"{format_seconds(outcome.plan_seconds)} to plan, verify and simulate"
+                 + (f"; the phases below {format_seconds(sum(p.seconds for p in outcome.phases))}"
+                    if phases else ""))
+    for i, (stage, line) in enumerate(phases):
         head.add_row("phases" if i == 0 else "", f"{stage}: {line}")
+    name, what = _solved(outcome)
+    head.add_row(name, f"{what}: build {format_seconds(s.build_seconds)}, hand-off "
+                 f"{format_seconds(s.handoff_seconds)}, solve "
+                 f"{format_seconds(s.solve_seconds)} ({format_seconds(s.total_seconds)} "
+                 "together)" + ("" if s.warm_started else ", no warm start"))
     a = outcome.addresses
     if a is None:
         head.add_row("addresses", "not assigned (--no-addresses, or approximate planning)")

@@ -24,9 +24,11 @@ def words_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
     """A table at most ``width`` columns wide whose cells wrap between words but never inside
     one: each column keeps its longest word (header and cells; markup not counted), and the
     columns with most room to spare give it up first. A number and its unit count as one word
-    (``0.81 s`` on one line) while the table can fit that way; only then may a value and its
-    unit take two lines. A name or a unit is never cut short: only when the longest words
-    alone are too wide does the widest column (a long name) fold."""
+    (``0.81 s`` on one line) while the table can fit that way, with columns two spaces apart
+    or, when that is too wide, one (a three-pool sweep with a status column at 80 columns);
+    only then may a value and its unit take two lines. A name or a unit is never cut short:
+    only when the longest words alone are too wide does the widest column (a long name)
+    fold."""
     from rich.text import Text
 
     plain = [[Text.from_markup(cell).plain for cell in row] for row in rows]
@@ -38,9 +40,11 @@ def words_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
                                      *(w for row in plain for w in split(row[c]))] or [""])
                 for c in range(len(columns))]
 
+    least_atoms = shortest(atoms)
+    gap = 2 if sum(least_atoms) + 2 * (len(columns) - 1) + 2 <= width else 1
     widths = list(longest)
-    excess = sum(widths) + 2 * (len(columns) - 1) + 2 - width  # gaps, and the box's edges
-    for least in (shortest(atoms), shortest(str.split)):
+    excess = sum(widths) + gap * (len(columns) - 1) + 2 - width  # gaps, and the box's edges
+    for least in (least_atoms, shortest(str.split)):
         while excess > 0:
             c = max(range(len(columns)), key=lambda i: widths[i] - least[i])
             give = min(widths[c] - least[c], excess)
@@ -52,7 +56,7 @@ def words_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
         c = max(range(len(columns)), key=lambda i: widths[i])  # not a number)
         widths[c] = max(len(columns[c].split()[0]) if columns[c] else 1, widths[c] - excess)
     table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True)
+                  pad_edge=False, collapse_padding=True, padding=(0, gap - 1))
     for c, column in enumerate(columns):
         table.add_column(column, width=widths[c], overflow="fold",
                          justify="left" if column in left else "right")

@@ -93,6 +93,18 @@ class TorchFrontend:
 
         return CapturedKernels(self.request(spec, None, **options))
 
+    def kernel_rates(self) -> Any:
+        """``calibrate --kernels torch``: this machine's compute rate, bandwidths and fixed
+        time per kernel as the real ATen kernels get them
+        (:class:`autotm_torch.calibration.TorchRates`; this makes the frontend an
+        ``autotm_core.calibration.rates.RatesSource``)."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise PluginError(f"the torch frontend cannot run: {reason}", hint=INSTALL_HINT)
+        from autotm_torch.calibration import TorchRates
+
+        return TorchRates()
+
     def request(
         self,
         source: Any,
