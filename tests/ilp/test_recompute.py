@@ -119,3 +119,19 @@ def test_recomputation_off_builds_the_model_of_before():
     assert off.reruns == [] and on.reruns
     assert off.n_variables < on.n_variables
     assert np.all(off.columns.kind != 5)
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("limit_mib", [40, 66, 90])
+def test_the_physical_bound_with_recomputation_is_below_every_recomputing_plan(limit_mib):
+    from autotm_core.planning.lower_bound import physical_lower_bound
+    from autotm_core.planning.problem import load_problem
+
+    graph = layer_step()
+    system, costs, index, values, plan = _solve(graph, Formulation.SYNCHRONOUS,
+                                                limit_mib * MIB)
+    problem = load_problem(graph, preset("gpu-h200"), limit=f"hbm={limit_mib}MiB")
+    step = float(simulate(plan, graph, system, costs).step_seconds)
+    with_reruns = physical_lower_bound(problem, recompute=True).seconds
+    assert with_reruns <= step * (1 + 1e-9)
+    assert with_reruns <= physical_lower_bound(problem).seconds * (1 + 1e-9)
