@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                 graph=args.graph, system=args.system, planner=name, limit=limit, solver=solver,
                 time_limit_seconds=settings.time_limit_seconds,
                 relative_gap=settings.relative_gap, mode=settings.mode.value,
-                addresses=settings.addresses))
+                addresses=settings.addresses, recompute=settings.recompute))
     results = []
     breakdowns: list[KindBreakdown | None] = []
     with console.status("planning") as status:

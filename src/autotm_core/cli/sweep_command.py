@@ -178,7 +178,7 @@ def _points(args: argparse.Namespace) -> list[Any]:
                         planners=split(args.planners or DEFAULT_PLANNERS), limits=limits,
                         solver=settings.solver, time_limit_seconds=settings.time_limit_seconds,
                         relative_gap=settings.relative_gap, mode=settings.mode.value,
-                        addresses=settings.addresses)
+                        addresses=settings.addresses, recompute=settings.recompute)
 
 
 def _grid_points(args: argparse.Namespace) -> list[Any]:

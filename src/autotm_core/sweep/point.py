@@ -59,20 +59,23 @@ class SweepPoint:
     """ILP planning mode: ``exact``, ``approximate`` or ``auto``."""
     addresses: bool = True
     """Whether ILP plans get addresses that fit (as ``solve`` gives them)."""
+    recompute: bool = False
+    """Whether ILP plans may recompute activations (``--recompute``)."""
 
     @property
     def settings(self) -> PlanSettings:
         """How the point is planned."""
         return PlanSettings(mode=self.mode, addresses=self.addresses, solver=self.solver,
                             time_limit_seconds=self.time_limit_seconds,
-                            relative_gap=self.relative_gap)
+                            relative_gap=self.relative_gap, recompute=self.recompute)
 
     @property
     def key(self) -> str:
         """Identity of the point in a results file (everything that changes its answer)."""
         return "|".join([self.graph, self.system, self.planner, self.limit, self.solver,
                          str(self.time_limit_seconds), str(self.relative_gap), self.mode,
-                         "addresses" if self.addresses else "no-addresses"])
+                         "addresses" if self.addresses else "no-addresses",
+                         *(["recompute"] if self.recompute else [])])
 
     def to_json(self) -> dict[str, Any]:
         """The point as JSON values."""

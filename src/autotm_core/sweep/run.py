@@ -53,6 +53,7 @@ def sweep_points(
     relative_gap: float = 0.01,
     mode: str = "auto",
     addresses: bool = True,
+    recompute: bool = False,
 ) -> list[SweepPoint]:
     """Every (graph, planner, limit) point, graph-major, limits in the order given."""
     if not graphs or not planners or not limits:
@@ -62,7 +63,7 @@ def sweep_points(
         get_planner(planner)
     return [SweepPoint(graph=g, system=system, planner=p, limit=lim, solver=solver,
                        time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
-                       mode=mode, addresses=addresses)
+                       mode=mode, addresses=addresses, recompute=recompute)
             for g, p, lim in itertools.product(graphs, planners, limits)]
 
 
