@@ -54,6 +54,7 @@ SMOKE = {
     "bench_ilp_scaling.py": (("chain:3", "--time-limit", "20"), r"chain:3 +10 "),
     "bench_large.py": (("--smoke",), r"chain:100 +100 "),
     "bench_llama.py": (("--smoke",), r"4:1 +\d+ kernels, peak .* plan from "),
+    "bench_recompute.py": (("--smoke", "--json"), r"\"cell\": \"cnn-1:1\""),
     "bench_simulator.py": (("--smoke",), r"numba and reference agree"),
     "gpu_check.py": ((), r"no GPU here"),
 }
