@@ -128,8 +128,7 @@ def test_the_physical_bound_with_recomputation_is_below_every_recomputing_plan(l
     from autotm_core.planning.problem import load_problem
 
     graph = layer_step()
-    system, costs, index, values, plan = _solve(graph, Formulation.SYNCHRONOUS,
-                                                limit_mib * MIB)
+    system, costs, _, _, plan = _solve(graph, Formulation.SYNCHRONOUS, limit_mib * MIB)
     problem = load_problem(graph, preset("gpu-h200"), limit=f"hbm={limit_mib}MiB")
     step = float(simulate(plan, graph, system, costs).step_seconds)
     with_reruns = physical_lower_bound(problem, recompute=True).seconds
