@@ -134,3 +134,15 @@ def test_the_physical_bound_with_recomputation_is_below_every_recomputing_plan(l
     with_reruns = physical_lower_bound(problem, recompute=True).seconds
     assert with_reruns <= step * (1 + 1e-9)
     assert with_reruns <= physical_lower_bound(problem).seconds * (1 + 1e-9)
+
+
+@pytest.mark.highs
+def test_a_recomputing_plan_is_a_start_of_the_model_at_its_own_objective():
+    from autotm_core.ilp.warm import warm_start_from_plan
+
+    graph = layer_step()
+    system, _, index, values, plan = _solve(graph, Formulation.SYNCHRONOUS, 66 * MIB)
+    assert plan.reruns
+    start = warm_start_from_plan(index, plan, graph, system)
+    assert start is not None
+    assert objective_of(index, start) == pytest.approx(objective_of(index, values), rel=1e-9)

@@ -7,7 +7,9 @@ its kernel. An interior takes the cheapest state the plan passes through in it
 to the interior's start and the fetch to its end costs the same copies and holds
 no more bytes in the fast pool at any step. When the edge wanted was left out
 as dominated (:meth:`~autotm_core.ilp.formulation._Builder._dominated`), the
-state that dominates it is taken instead. Kernel times, configurations and
+state that dominates it is taken instead. Where the plan drops a tensor (no residency),
+the slot takes the dropped state, and each of the plan's reruns sets its option's
+binary (a rerun the model has no option for makes no start). Kernel times, configurations and
 occupancies then follow from the states (:func:`~autotm_core.ilp.decode.settled_values`),
 and the start is checked against every row before it is offered: a plan that
 does not end the step where it began it (its steady-state rows) is no start.
@@ -129,6 +131,15 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
             if edge is None:  # not reached: _pick only takes reachable states
                 return None
             values[edge.var] = 1.0
+    wanted_reruns = {(r.kernel, r.before) for r in plan.reruns}
+    for var, option in index.reruns:
+        if (option.kernel, option.before) in wanted_reruns:
+            values[var] = 1.0
+            wanted_reruns.discard((option.kernel, option.before))
+    if wanted_reruns:
+        logger.info("warm start: plan %r reruns kernels where the model has no rerun option "
+                    "(e.g. kernel #%d before #%d)", plan.planner, *min(wanted_reruns))
+        return None
     live = graph.liveness
     for k, zs in enumerate(index.config_vars):
         if not zs:
