@@ -109,10 +109,10 @@ class IlpSettings:
             # pages are the allocator's: sizes round to them only when addresses are fitted
             page_nbytes=PAGE_NBYTES if settings.addresses else 1, strategy=settings.strategy)
 
-    def options(self, formulation: Formulation) -> FormulationOptions:
-        """The formulation options of ``formulation``'s model."""
+    def options(self, formulation: Formulation, *, recompute: bool) -> FormulationOptions:
+        """The formulation options of ``formulation``'s model (recomputing or not)."""
         return FormulationOptions(formulation=formulation, pin_to_fast=self.pin_to_fast,
-                                  page_nbytes=self.page_nbytes, recompute=self.recompute)
+                                  page_nbytes=self.page_nbytes, recompute=recompute)
 
     @property
     def fits_addresses(self) -> bool:
@@ -143,12 +143,18 @@ class _Chain:
         return self.target.formulation
 
     @property
-    def stages(self) -> tuple[Formulation, ...]:
+    def stages(self) -> tuple[tuple[Formulation, bool], ...]:
+        """The stages: each formulation, and whether its model may recompute. With
+        recomputation, each formulation of the chain keeps and moves only, then recomputes
+        too, started from the plans held so far: the recomputing model is larger and
+        slower to solve, and so never answers worse than keeping and moving did."""
         chain = CHAIN[:CHAIN.index(self.formulation) + 1]
         if self.settings.mode is PlanMode.APPROXIMATE:
             # a stretch at a time: a moving plan to hand over, not the static one
-            return chain[-2:] if self.formulation is Formulation.ASYNCHRONOUS else chain[-1:]
-        return chain
+            chain = chain[-2:] if self.formulation is Formulation.ASYNCHRONOUS else chain[-1:]
+        if self.settings.recompute:
+            return tuple((f, r) for f in chain for r in (False, True))
+        return tuple((f, False) for f in chain)
 
 
 def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
@@ -170,7 +176,8 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
                    budget=budget, listener=listener,
                    warm_starts=tuple(WarmStart.of(w) for w in warm_starts))
     steps: list[Step[_Chain]] = [_HeldPlans(),
-                                 *(_Stage(f, i) for i, f in enumerate(chain.stages))]
+                                 *(_Stage(f, i, recompute)
+                                   for i, (f, recompute) in enumerate(chain.stages))]
     try:
         run_steps(steps, chain, budget=budget, listener=listener)
     except (SearchInterrupted, SolveInterruptedError) as exc:
@@ -220,35 +227,45 @@ class _Stage:
 
     formulation: Formulation
     position: int
+    recompute: bool = False
+    """Whether its model may recompute (reruns)."""
 
-    name = None  # its phases are recorded under the formulation's name
+    name = None  # its phases are recorded under the stage's name
+
+    @property
+    def stage(self) -> str:
+        """The stage's name in phases and notes."""
+        return self.formulation.value + (", recomputing" if self.recompute else "")
 
     def says(self, chain: _Chain) -> str:
-        return f"planning the {self.formulation.value} formulation"
+        return f"planning the {self.stage} formulation"
 
     def wanted(self, chain: _Chain) -> bool:
         return not chain.stopped
 
     def run(self, chain: _Chain) -> None:
         settings = chain.settings
-        later = sum(settings.strategy.stage_weight(f) for f in chain.stages[self.position:])
-        budget = chain.budget.part(settings.strategy.stage_weight(self.formulation) / later,
-                                   stage=self.formulation.value)
+        strategy = settings.strategy
+        later = sum(strategy.stage_weight(f, recompute=r) for f, r in chain.stages[self.position:])
+        budget = chain.budget.part(
+            strategy.stage_weight(self.formulation, recompute=self.recompute) / later,
+            stage=self.stage)
         if chain.report is not None and not _time_for(chain, self.formulation):
             chain.notes.append(
-                f"too little of the time limit was left to plan the {self.formulation.value} "
+                f"too little of the time limit was left to plan the {self.stage} "
                 f"formulation; the {chain.report.planner.name} plan is returned")
             chain.stopped = True
             return
         stage = _approximate if settings.mode is PlanMode.APPROXIMATE else _exact
         try:
-            with interruptible(self.formulation.value):
-                report = stage(chain, PLANNERS[self.formulation.value], budget)
+            with interruptible(self.stage):
+                report = stage(chain, PLANNERS[self.formulation.value], budget,
+                               recompute=self.recompute)
         except (CapacityError, NoPlanFoundError) as exc:  # e.g. out of time
             if chain.report is None:
                 raise
             chain.notes.append(
-                f"the {self.formulation.value} formulation gave no plan that fits "
+                f"the {self.stage} formulation gave no plan that fits "
                 f"({exc.message}); the {chain.report.planner.name} plan is returned")
             chain.stopped = True
             return
@@ -271,13 +288,14 @@ def _time_for(chain: _Chain, formulation: Formulation) -> bool:
                            * report.solve.build_seconds, estimate)
 
 
-def _exact(chain: _Chain, planner: Planner, budget: Budget) -> Outcome:
-    """One exact search of ``planner``'s formulation, with addresses when asked."""
+def _exact(chain: _Chain, planner: Planner, budget: Budget, *, recompute: bool) -> Outcome:
+    """One exact search of ``planner``'s formulation (recomputing or not), with addresses
+    when asked."""
     from autotm_core.ilp.planner import plan_graph
 
     problem, settings, pool = chain.problem, chain.settings, chain.pool
     assert planner.formulation is not None
-    options = settings.options(planner.formulation)
+    options = settings.options(planner.formulation, recompute=recompute)
     graph, system = problem.graph, problem.limited_system
     starts = tuple(h.plan for h in pool.starts(planner.formulation))
     fitting = None
@@ -337,13 +355,14 @@ def _stats(solve: SolveResult, *, objective: float | None, build_seconds: float,
         solve_seconds=solve.solve_seconds, warm_started=warm_started)
 
 
-def _approximate(chain: _Chain, planner: Planner, budget: Budget) -> Outcome:
+def _approximate(chain: _Chain, planner: Planner, budget: Budget, *,
+                 recompute: bool) -> Outcome:
     from autotm_core.ilp.approximate import plan_approximate
 
     problem, settings = chain.problem, chain.settings
     graph = problem.graph
     assert planner.formulation is not None
-    options = settings.options(planner.formulation)
+    options = settings.options(planner.formulation, recompute=recompute)
     with budget.phase("approximate"):
         result = plan_approximate(
             graph, problem.limited_system, costs=problem.costs, solver=settings.solver,

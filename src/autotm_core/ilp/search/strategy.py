@@ -33,6 +33,9 @@ class Strategy:
     """The synchronous stage's weight (see :attr:`static_weight`)."""
     asynchronous_weight: float = attrs.field(default=3.0, validator=_positive)
     """The asynchronous stage's weight (see :attr:`static_weight`)."""
+    recompute_factor: float = attrs.field(default=1.0, validator=_positive)
+    """With recomputation, each formulation's stage that may recompute, after its stage that
+    keeps and moves only, weighs this many times that one (see :attr:`static_weight`)."""
     setup_factor: float = attrs.field(default=20.0, validator=_non_negative)
     """A richer formulation's stage is not started with less time left than this many times
     the simpler model's build: even cut short it builds its model, reads a start, solves,
@@ -140,11 +143,13 @@ class Strategy:
     deflection: float = attrs.field(default=0.5, validator=_non_negative)
     """Weight of the previous subgradient in the next direction (deflected subgradient)."""
 
-    def stage_weight(self, formulation: Formulation) -> float:
-        """The weight of ``formulation``'s stage in the chain."""
-        return {Formulation.STATIC: self.static_weight,
-                Formulation.SYNCHRONOUS: self.synchronous_weight,
-                Formulation.ASYNCHRONOUS: self.asynchronous_weight}[formulation]
+    def stage_weight(self, formulation: Formulation, *, recompute: bool = False) -> float:
+        """The weight of ``formulation``'s stage in the chain (its recomputing stage's, with
+        ``recompute``)."""
+        weight = {Formulation.STATIC: self.static_weight,
+                  Formulation.SYNCHRONOUS: self.synchronous_weight,
+                  Formulation.ASYNCHRONOUS: self.asynchronous_weight}[formulation]
+        return weight * self.recompute_factor if recompute else weight
 
 
 DEFAULT_STRATEGY = Strategy()
