@@ -32,6 +32,7 @@ import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts, rerun_seconds
+from autotm_core.errors import PlanError
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -102,9 +103,18 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
             kernel_outputs[p] = tuple(index[n] for n in k.outputs)
         return kernel_inputs[p]
 
+    seconds: dict[int, float | None] = {}
+
     def may_rerun(p: int) -> bool:
         reads(p)
-        return bool(facts.rerunnable[p]) and all(may_be_fast[o] for o in kernel_outputs[p])
+        if not facts.rerunnable[p] or not all(may_be_fast[o] for o in kernel_outputs[p]):
+            return False
+        if p not in seconds:
+            try:
+                seconds[p] = rerun_seconds(costs, p, len(graph.kernels[p].tensors))
+            except PlanError:  # a cost table without the all-fastest configuration
+                seconds[p] = None
+        return seconds[p] is not None
 
     droppable: set[int] = set()
     base: list[tuple[int, int]] = []
@@ -165,8 +175,8 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
                 boundaries.setdefault(u, set()).add(b)
     ordered = sorted(kept, key=lambda pb: (pb[1], pb[0]))
     return RerunOptions(
-        tuple(RerunOption(p, b, rerun_seconds(costs, p, len(graph.kernels[p].tensors)),
-                          kernel_inputs[p], kernel_outputs[p]) for p, b in ordered),
+        tuple(RerunOption(p, b, seconds[p] or 0.0, kernel_inputs[p], kernel_outputs[p])
+              for p, b in ordered),
         frozenset(droppable),
         {t: tuple(sorted(bs)) for t, bs in boundaries.items()},
     )
