@@ -28,7 +28,11 @@ def _recompute_restrictions(graph: Graph, system: MemorySystem, costs: KernelCos
                             options: FormulationOptions) -> list[str]:
     """How the model narrows the plan rules' reruns (:mod:`autotm_core.ilp.reruns`)."""
     if not options.recompute:
-        if rerun_options(graph, costs, system, attrs.evolve(options, recompute=True)).options:
+        # options without chains are cheaper to find, and there are some in most steps
+        some = any(rerun_options(graph, costs, system,
+                                 attrs.evolve(options, recompute=True, recompute_depth=depth)
+                                 ).options for depth in sorted({0, options.recompute_depth}))
+        if some:
             return ["no activation is recomputed (recomputation is off): a plan that reruns "
                     "a producer instead of keeping or moving its output is not found"]
         return []
