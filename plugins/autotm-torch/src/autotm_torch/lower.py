@@ -14,6 +14,10 @@
 - FLOPs come from ``torch.utils.flop_counter`` (matmul-like ops, convolutions,
   attention); other ops autotm-core's op table knows (``autotm_core.costs.op_info``)
   are left to its estimators; the rest count one flop per element written.
+- Each kernel records the module it was called from (``Kernel.module``, the innermost
+  module of the node's ``nn_module_stack``) and whether a plan may run it again
+  (``Kernel.rerun``: not for a random op or one with a side effect,
+  :func:`autotm_torch._torch_internals.may_rerun`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,19 @@ from autotm_core.errors import PluginError
 from autotm_core.ir import DTYPE_NBYTES, Graph, GraphBuilder, TensorKind
 from autotm_torch import _torch_internals as internals
 from autotm_torch.capture import Role, Traced
+
+
+@attrs.frozen
+class _Kernel:
+    """One kernel met while walking the graph (storages by key)."""
+
+    name: str
+    op: str
+    inputs: list[Any]
+    outputs: list[Any]
+    flops: float | None
+    module: str
+    rerun: bool
 
 
 @attrs.define
@@ -88,7 +105,7 @@ class _Lowering:
         self.traced = traced
         self.storages: dict[Any, _Storage] = {}
         self.builder = GraphBuilder(name, captured_for=traced.device)
-        self.kernels: list[tuple[str, str, list[Any], list[Any], float | None]] = []
+        self.kernels: list[_Kernel] = []
         self.names: set[str] = set()
 
     def storage(self, tensor: torch.Tensor, name: str, kind: TensorKind) -> Any:
@@ -165,10 +182,10 @@ class _Lowering:
         op = schema.name
         if flops is None and op_info(op) is None:
             flops = sum(math.prod(t.shape) for t in _tensors(out))
-        self.kernels.append(
-            (node.name, op, [*inputs, *(k for k in written if k not in inputs)],
-             [*written, *new], flops)
-        )
+        self.kernels.append(_Kernel(
+            node.name, op, [*inputs, *(k for k in written if k not in inputs)],
+            [*written, *new], flops, internals.module_of(node),
+            internals.may_rerun(target, node.args, node.kwargs)))
 
     def outputs(self, node: torch.fx.Node) -> None:
         values = list(node.args[0]) if isinstance(node.args[0], list | tuple) else [node.args[0]]
@@ -186,9 +203,10 @@ class _Lowering:
                 continue
             b.tensor(s.name, nbytes=s.nbytes, kind=s.kind, shape=s.shape, dtype=s.dtype)
         names = {key: s.name for key, s in self.storages.items()}
-        for name, op, inputs, outputs, flops in self.kernels:
-            b.kernel(name, op=op, inputs=[names[k] for k in inputs],
-                     outputs=[names[k] for k in outputs], flops=flops)
+        for k in self.kernels:
+            b.kernel(k.name, op=k.op, inputs=[names[s] for s in k.inputs],
+                     outputs=[names[s] for s in k.outputs], flops=k.flops, module=k.module,
+                     rerun=k.rerun)
         return b.build()
 
 
