@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -87,6 +88,35 @@ def _unmarked_writes(op: str, args: Any) -> tuple[int, ...]:
 
 def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in internals.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def written_tensors(schema: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """The tensors among an op call's arguments that it writes: those its schema marks
+    written (``(a!)``) and the :data:`UNMARKED_WRITES`."""
+    unmarked = _unmarked_writes(schema.name, args)
+    found: list[torch.Tensor] = []
+    for i, argument in enumerate(schema.arguments):
+        if (argument.alias_info is None or not argument.alias_info.is_write) \
+                and i not in unmarked:
+            continue
+        found += _tensors(kwargs.get(argument.name, args[i] if i < len(args) else None))
+    return found
+
+
+def is_kernel(op: Any, args: Sequence[Any], kwargs: dict[str, Any], out: Any) -> bool:
+    """Whether an op call, run for real, is one the lowering makes a kernel of: it writes a
+    storage of some bytes among its arguments, or returns one that is none of theirs (a
+    view of an argument, or an op with nothing to store, is no kernel). The lowering knows
+    every storage seen before; an ATen op's outputs alias only its arguments, so looking at
+    those is the same test (what :mod:`autotm_torch.policy` counts kernels by at run time)."""
+    schema = getattr(op, "_schema", None)
+    if schema is None:
+        return False
+    if any(internals.storage_nbytes(t) for t in written_tensors(schema, args, kwargs)):
+        return True
+    mine = {internals.storage_key(t) for t in _tensors((args, kwargs))}
+    return any(internals.storage_key(t) not in mine and internals.storage_nbytes(t)
+               for t in _tensors(out))
 
 
 def values_of(value: Any) -> Any:
@@ -161,15 +191,8 @@ class _Lowering:
                 if key is None:  # a tensor made outside the graph: a constant
                     key = self.storage(tensor, f"constant:{node.name}", TensorKind.CONSTANT)
                 inputs[key] = None
-        written: dict[Any, None] = {}
-        unmarked = _unmarked_writes(schema.name, node.args)
-        for i, argument in enumerate(schema.arguments):
-            if (argument.alias_info is None or not argument.alias_info.is_write) \
-                    and i not in unmarked:
-                continue
-            value = node.kwargs.get(argument.name, node.args[i] if i < len(node.args) else None)
-            for tensor in _tensors(values_of(value)):
-                written[internals.storage_key(tensor)] = None
+        written = {internals.storage_key(tensor): None for tensor in
+                   written_tensors(schema, values_of(node.args), values_of(node.kwargs))}
         out = node.meta.get("val")
         new: dict[Any, None] = {}
         for tensor in _tensors(out):
@@ -223,4 +246,4 @@ def lower_with_storages(traced: Traced, *, name: str) -> tuple[Graph, dict[Any, 
     return graph, {key: s.name for key, s in lowering.storages.items() if s.nbytes}
 
 
-__all__ = ["Role", "lower", "lower_with_storages"]
+__all__ = ["Role", "is_kernel", "lower", "lower_with_storages", "written_tensors"]
