@@ -335,3 +335,27 @@ def test_export_policy_from_the_command_line_and_apply_it(tmp_path, capsys):
     torch.testing.assert_close(loss.detach(), eager.loss)
     for p, want in zip(model.parameters(), eager.grads, strict=True):
         torch.testing.assert_close(p.grad, want)
+
+
+def test_ops_that_must_not_replay_are_saved_with_every_output():
+    """Batch-norm in training updates its running statistics, so it is saved, never
+    replayed; selective checkpointing then caches its normalised output too, which the
+    backward pass does not read: the policy holds more than the plan keeps (here, more
+    than eager PyTorch), exactly its ``saved_nbytes``."""
+    from execution_models import SmallResNet
+
+    torch.manual_seed(0)
+    model, loss_fn = SmallResNet(), nn.CrossEntropyLoss()
+    inputs = (torch.randn(2, 3, 8, 8), torch.randint(0, 10, (2,)))
+    graph = _capture(model, inputs, loss_fn)
+    policy = checkpoint_policy(all_fast(graph, preset("gpu-h200")), graph)
+    norms = [op for op in policy.ops if op.op == "aten::native_batch_norm"]
+    assert norms and all(op.decision is Decision.SAVE for op in norms)
+    eager = _step(model, loss_fn, inputs)
+    with policy.attach(model) as policy_fn:
+        checkpointed = _step(model, loss_fn, inputs, policy_fn=policy_fn)
+        assert not policy_fn.unmatched
+    _same_numbers(checkpointed, eager)
+    assert eager.left_nbytes == policy.kept_nbytes  # all kept: autograd's own saved set
+    assert checkpointed.left_nbytes == policy.saved_nbytes - 4  # less the loss
+    assert policy.saved_nbytes > policy.kept_nbytes + 4

@@ -134,8 +134,9 @@ class Policy:
     recomputed_nbytes: int = 0
     """Bytes of activations the backward pass reads that the plan drops and recomputes."""
     saved_nbytes: int = 0
-    """Bytes of the storages the ops saved or offloaded write, each once: what selective
-    checkpointing holds from the forward pass (it caches an op's every output)."""
+    """Bytes of the storages the ops saved or offloaded make, each once (not the parameters
+    and buffers they update in place): what selective checkpointing holds from the forward
+    pass, since it caches an op's every output."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -273,8 +274,9 @@ def checkpoint_policy(plan: Plan, graph: Graph, *, fast_pool: str | None = None)
                               sum(graph.tensors[index[o]].nbytes for o in kernel.outputs)))
         counts[key] += 1
     nbytes = live.nbytes
-    saved = {index[o] for k, d in decisions.items() if d in (Decision.SAVE, Decision.OFFLOAD)
-             for o in graph.kernels[k].outputs}
+    saved = {t for k, d in decisions.items() if d in (Decision.SAVE, Decision.OFFLOAD)
+             for t in (index[o] for o in graph.kernels[k].outputs)
+             if not graph.tensors[t].kind.exists_before_step}  # not a parameter's update
     return Policy(graph.name, plan.planner, plan.system, fast, tuple(ops), tuple(unexpressed),
                   int(sum(nbytes[t] for t in kept)), int(sum(nbytes[t] for t in offloaded)),
                   int(sum(nbytes[t] for t in crossing if t not in kept)),
