@@ -16,6 +16,17 @@ Run on a machine with a CUDA GPU (one short run, a few minutes)::
    synchronous copies on the compute stream, asynchronous ones on a side stream.
    Prints measured against predicted (simulator) step time, the slowdown against
    all-in-device, and the largest difference of loss and gradients from eager PyTorch.
+5. *Recomputes*: plans again with recomputation (the synchronous ILP, ``--recompute``),
+   exports the plan as a selective activation-checkpointing policy
+   (``autotm_torch.policy``) and runs forward and backward passes of the model eagerly:
+   without checkpointing, checkpointed with the policy, and checkpointed without one.
+   Prints the bytes each forward pass leaves for the backward pass (live storages its ops
+   made) against the plan's kept bytes and what the policy saves (selective checkpointing
+   caches every output of an op it saves: batch-norm's normalised output too, since an op
+   that updates running statistics must not be replayed), the device's peak over the pass
+   (``torch.cuda.max_memory_allocated``), the time of a pass and the largest difference
+   of loss and gradients from the uncheckpointed pass. (The executor does not carry
+   reruns out, so the recompute plan itself is not executed by step 4's runner.)
 
 Without a GPU it says so and exits with status 0; without PyTorch or the autotm-torch
 plugin it says which to install and exits with status 2. ``--cpu-test`` runs the whole
@@ -154,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     from autotm_torch.step_values import clone_values, eager_step, step_values, warm_up
 
     from autotm_core.baselines import all_fast
-    from autotm_core.planning import Problem
+    from autotm_core.planning import PlanSettings, Problem
     from autotm_core.planning import plan as plan_point
     from autotm_core.simulation import simulate
     from autotm_core.units import format_bytes
@@ -191,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     problem = Problem(graph=graph, system=limited, costs=costs)
     for name, planner in (("greedy", "greedy"), ("ilp-sync", "synchronous")):
         try:  # planned as every command plans a point; addresses from the torch plugin
-            outcome = plan_point(problem, planner, mode="exact", addresses=False,
-                                 time_limit_seconds=args.ilp_seconds)
+            outcome = plan_point(problem, planner, PlanSettings(
+                mode="exact", addresses=False, time_limit_seconds=args.ilp_seconds))
             plans[name] = fit_addresses(outcome.plan, graph, limited)
         except Exception as exc:  # the check goes on with the other plans
             print(f"{name}: no plan ({type(exc).__name__}: {str(exc).splitlines()[0]})")
@@ -228,7 +239,118 @@ def main(argv: list[str] | None = None) -> int:
               f"{format_bytes(moved):>10} {format_bytes(staged):>10} {copied:>10} {diff:>10.2e}")
     print("ops whose results were copied into the arena (no usable out= variant): "
           + (", ".join(f"{op} x{n}" for op, n in copied_ops.items()) or "none"))
+    try:
+        recomputing = plan_point(problem, "synchronous", PlanSettings(
+            mode="exact", addresses=False, recompute=True,
+            time_limit_seconds=args.ilp_seconds)).plan
+    except Exception as exc:  # the check has measured the rest already
+        print(f"ilp-recompute: no plan ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+        return 0
+    _policy_check(model, x, y, loss, graph, recomputing, repeat=args.repeat, device=device)
     return 0
+
+
+def _policy_check(model, x, y, loss_fn, graph, plan, *, repeat: int, device: str) -> None:
+    """Step 5: the recompute plan as a checkpoint policy, against eager PyTorch."""
+    import torch
+    from autotm_torch.policy import checkpoint_policy
+
+    from autotm_core.units import format_bytes
+
+    policy = checkpoint_policy(plan, graph, fast_pool="hbm")
+    counts = ", ".join(f"{d} {n}" for d, n in policy.counts.items())
+    print(f"\nilp-recompute: {len(plan.reruns)} reruns; policy {counts}; "
+          f"{len(policy.unexpressed)} reruns no policy says; the plan keeps "
+          f"{format_bytes(policy.kept_nbytes)} for the backward pass, recomputes "
+          f"{format_bytes(policy.recomputed_nbytes)}; the policy saves "
+          f"{format_bytes(policy.saved_nbytes)} (every output of an op it saves)")
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    others = [*model.parameters(), *model.buffers(), x, y]
+    rows = []
+    reference = None
+    with policy.attach(model) as policy_fn:
+        for name, context_fn in (("eager", None), ("policy", policy_fn.context_fn),
+                                 ("checkpoint", None)):
+            forward = _pass(model, loss_fn, x, y, checkpointed=name != "eager",
+                            context_fn=context_fn)
+            left, peak, result = _one_pass(model, forward, others, device)
+            seconds = []
+            for _ in range(repeat):
+                model.zero_grad(set_to_none=True)
+                sync()
+                start = time.perf_counter()
+                forward().backward()
+                sync()
+                seconds.append(time.perf_counter() - start)
+            reference = reference or result
+            diff = max(float((got - want).abs().max())
+                       for got, want in zip(result, reference, strict=True))
+            unmatched = sum(policy_fn.unmatched.values()) if name == "policy" else 0
+            rows.append((name, left, peak, float(np.median(seconds)), diff, unmatched))
+    print(f"{'pass':12} {'left for backward':>18} {'device peak':>12} {'time':>10} "
+          f"{'max |diff|':>10} {'unmatched':>9}")
+    for name, left, peak, seconds, diff, unmatched in rows:
+        shown = format_bytes(peak) if peak is not None else "n/a"
+        print(f"{name:12} {format_bytes(left):>18} {shown:>12} {seconds * 1e3:>8.2f}ms "
+              f"{diff:>10.2e} {unmatched:>9}")
+
+
+def _pass(model, loss_fn, x, y, *, checkpointed: bool, context_fn):
+    """A forward pass returning the loss: plain, or checkpointed as one region (with the
+    policy's contexts when ``context_fn`` is given)."""
+    from torch.utils.checkpoint import checkpoint
+
+    def step(inputs, targets):
+        return loss_fn(model(inputs), targets)
+
+    if not checkpointed:
+        return lambda: step(x, y)
+    kwargs = {"context_fn": context_fn} if context_fn is not None else {}
+    return lambda: checkpoint(step, x, y, use_reentrant=False, **kwargs)
+
+
+def _one_pass(model, forward, others, device: str):
+    """One forward and backward pass: the bytes of the storages the forward pass's ops made
+    that are alive when it returns (the loss left out), the device's peak over the pass
+    above what was allocated before it (CUDA only), and the loss and gradients."""
+    import torch
+    from autotm_torch.replay_eager import StorageTracker
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    def key(tensor):
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        return StorageWeakRef(tensor.untyped_storage())
+
+    kept = {key(t) for t in others}
+
+    class Made(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tracker = StorageTracker()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.tracker.add([t for t in tree_leaves(out)
+                              if isinstance(t, torch.Tensor) and key(t) not in kept])
+            return out
+
+    model.zero_grad(set_to_none=True)
+    cuda = device == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    made = Made()
+    with made:
+        loss = forward()
+    left = made.tracker.live_nbytes() - loss.untyped_storage().nbytes()
+    loss.backward()
+    peak = torch.cuda.max_memory_allocated() - before if cuda else None
+    result = [loss.detach().float().cpu()] + [p.grad.detach().float().cpu()
+                                               for p in model.parameters()]
+    return left, peak, result
 
 
 if __name__ == "__main__":

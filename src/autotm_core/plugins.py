@@ -10,6 +10,11 @@ Two entry-point groups are part of the public API:
     Each names a class whose instances satisfy the solver protocol of
     :mod:`autotm_core.solvers` (ILP backends).
 
+A frontend may do more than load graphs: one that is a :class:`PolicyExporter` writes a
+plan's decisions as its framework's own policy (``export-policy``), one that is an
+:class:`autotm_core.executor.KernelSource` runs plans with its own kernels (``run
+--kernels``).
+
 The built-in plugins are registered through autotm-core's own entry points,
 exactly as a third party's. Discovery is deterministic (sorted by name, then
 distribution), type-checks what it loads, keeps a plugin that fails to import
@@ -31,6 +36,9 @@ from autotm_core.errors import PluginError, UnknownPluginError
 from autotm_core.ir import Graph
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from autotm_core.plans import Plan
     from autotm_core.solvers.base import Solver
 
 log = logging.getLogger(__name__)
@@ -55,6 +63,22 @@ class Frontend(Protocol):
         """Build the graph of ``source``.
 
         Raise an :class:`~autotm_core.errors.AutotmError` on bad input.
+        """
+
+
+@runtime_checkable
+class PolicyExporter(Protocol):
+    """A frontend that writes a plan's decisions in its framework's own terms: the torch
+    plugin's writes a selective activation-checkpointing policy (``export-policy``)."""
+
+    def export_policy(self, plan: Plan, graph: Graph, *, fast_pool: str,
+                      path: str) -> Mapping[str, int]:
+        """Write the policy of ``plan`` (verified against ``graph``; ``fast_pool`` is the
+        memory system's fastest pool) to ``path``, and say what it holds as named counts
+        for the command's report (ops per decision, bytes).
+
+        Raise an :class:`~autotm_core.errors.AutotmError` on a graph or plan it cannot
+        express.
         """
 
 

@@ -14,6 +14,9 @@ from clirun import Run, run_many
 from autotm_core.cli.main import COMMANDS, main
 from formats.broken_files import BROKEN_GRAPHS, DATA
 
+NAMES = tuple(module.replace("_", "-") for module in COMMANDS)
+"""The commands as typed: the module ``export_policy_command`` defines ``export-policy``."""
+
 SUBPROCESS_SAMPLE = ("graph_truncated.json", "graph_wrong_version.json",
                      "graph_use_before_produce.json")
 
@@ -29,7 +32,7 @@ OTHER_BAD_SOURCES = {  # the source, what the error says, the exit status
 def runs() -> dict[str, Run]:
     commands = {name: ["info", str(DATA / name)] for name in SUBPROCESS_SAMPLE}
     commands["missing file"] = ["info", OTHER_BAD_SOURCES["missing file"][0]]
-    commands |= {f"help {c}": [c, "--help"] for c in COMMANDS}
+    commands |= {f"help {c}": [c, "--help"] for c in NAMES}
     commands["help"] = ["--help"]
     return run_many(commands)
 
@@ -76,11 +79,11 @@ def test_python_m_autotm_core_info_on_bad_input(runs: dict[str, Run], key: str) 
         _assert_one_clear_error(runs[key], source, problem, status=status)
 
 
-@pytest.mark.parametrize("command", ["", *COMMANDS])
+@pytest.mark.parametrize("command", ["", *NAMES])
 def test_help(runs: dict[str, Run], command: str) -> None:
     run = runs[f"help {command}".strip()]
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("usage: python -m autotm_core")
     if not command:
-        for name in COMMANDS:
+        for name in NAMES:
             assert name in run.stdout

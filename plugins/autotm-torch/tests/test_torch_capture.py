@@ -153,3 +153,53 @@ def test_nothing_real_is_allocated(frontend):
     big = nn.Linear(1 << 16, 1 << 16, bias=False, device="meta")  # 16 GiB of weights
     graph = frontend.load(big, (torch.empty(8, 1 << 16, device="meta"),), mode="inference")
     assert graph.tensor("param:weight").nbytes == 4 << 32
+
+
+def test_kernels_record_the_module_they_were_called_from(frontend):
+    from torch_models import CheckpointedMLP
+
+    from autotm_core.ir import layer_of
+
+    x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
+    graph = frontend.load(CheckpointedMLP(), (x,), loss=nn.CrossEntropyLoss(), targets=(y,),
+                          optimizer="sgd")
+    forward = [(k.op, k.module) for k in graph.kernels[:14]]
+    assert forward[:5] == [("aten::addmm", "inp"), ("aten::addmm", "blocks.0.up"),
+                           ("aten::relu", "blocks.0"), ("aten::addmm", "blocks.0.down"),
+                           ("aten::add", "blocks.0")]
+    assert forward[13] == ("aten::addmm", "out")
+    assert layer_of(graph.kernels[1].module) == "blocks.0"
+    # the loss (outside the model), the backward pass and the optimizer run in no module
+    assert {k.module for k in graph.kernels[14:]} == {""}
+
+
+def test_random_ops_and_side_effects_are_not_rerun(frontend):
+    from torch_models import dropout_factory
+
+    made = dropout_factory()
+    graph = frontend.load(made["model"], made["example_inputs"], loss=made["loss"],
+                          targets=made["targets"], optimizer=made["optimizer"])
+    rerun = {k.op: k.rerun for k in graph.kernels}
+    # dropout on the CPU: a noise tensor filled in place by bernoulli_, scaled, multiplied in
+    assert rerun["aten::bernoulli_"] is False and rerun["aten::div_"] is False
+    assert rerun["aten::mul"] is True and rerun["aten::addmm"] is True
+    assert not any(k.rerun for k in graph.kernels if k.op in ("aten::add_", "aten::addcdiv_"))
+    facts, index = graph.recompute, graph.tensor_index
+    noise = next(k for k in graph.kernels if k.op == "aten::bernoulli_").outputs[0]
+    dropped = next(k for k in graph.kernels if k.op == "aten::mul").outputs[0]
+    assert not facts.recomputable[index[noise]]  # kept or moved, never recomputed
+    assert facts.recomputable[index[dropped]]  # what reads the kept noise may be recomputed
+
+
+def test_attention_without_dropout_may_rerun_and_with_it_may_not():
+    from autotm_torch import _torch_internals as internals
+
+    aten = torch.ops.aten
+    flash = aten._scaled_dot_product_flash_attention_for_cpu.default
+    q = torch.empty(1, 1, 2, 4, device="meta")
+    assert internals.may_rerun(flash, (q, q, q), {})
+    assert internals.may_rerun(flash, (q, q, q, 0.0), {})
+    assert not internals.may_rerun(flash, (q, q, q), {"dropout_p": 0.1})
+    assert not internals.may_rerun(aten.native_dropout.default, (q, 0.5, True), {})
+    assert not internals.may_rerun(aten.add_.Tensor, (q, q), {})
+    assert internals.may_rerun(aten.native_dropout_backward.default, (q, q, 2.0), {})

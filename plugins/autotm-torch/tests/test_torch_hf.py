@@ -82,3 +82,22 @@ def test_a_plan_of_gpt2_runs_with_real_kernels_equal_to_eager(checkpointing):
     torch.testing.assert_close(run.outputs[0], reference.loss)
     for role, grad in zip(step.traced.outputs[1:], run.outputs[1:], strict=True):
         torch.testing.assert_close(grad, reference.grads[role.name], msg=role.name)
+
+
+@pytest.mark.slow
+def test_gpt2_kernels_name_their_modules_and_layers():
+    from autotm_core.ir import layer_of
+
+    graph = _train(hf_models.model("gpt2"))
+    modules = {k.module for k in graph.kernels}
+    for layer in range(2):
+        for leaf in ("ln_1", "attn.c_attn", "attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.act",
+                     "mlp.c_proj"):
+            assert f"transformer.h.{layer}.{leaf}" in modules
+    assert {"transformer.wte", "transformer.wpe", "transformer.ln_f", "lm_head"} <= modules
+    layers = {layer_of(k.module) for k in graph.kernels if ".h." in k.module}
+    assert layers == {"transformer.h.0", "transformer.h.1"}
+    attention = [k for k in graph.kernels if k.op.startswith("aten::_scaled_dot_product")
+                 and not k.op.endswith("_backward")]
+    assert [k.module for k in attention] == ["transformer.h.0.attn", "transformer.h.1.attn"]
+    assert all(k.rerun for k in attention)  # no attention dropout in these configs

@@ -30,9 +30,10 @@ from autotm_core.errors import AutotmError, SolveInterruptedError
 
 COMMANDS = (
     "info", "plugins", "verify", "simulate", "solve", "baseline", "import", "run", "profile",
-    "calibrate", "sweep", "compare", "explain", "plot",
+    "calibrate", "sweep", "compare", "explain", "plot", "export_policy",
 )
-"""Modules of :mod:`autotm_core.cli` that define a command, in the order --help lists them."""
+"""Modules of :mod:`autotm_core.cli` that define a command (``NAME_command``), in the order
+--help lists them; a command's name is its module's with dashes (``export-policy``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

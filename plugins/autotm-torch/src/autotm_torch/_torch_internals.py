@@ -21,6 +21,7 @@ from torch._subclasses.fake_tensor import (
     FakeTensorMode,
     UnsupportedOperatorException,
 )
+from torch.fx import traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils.flop_counter import flop_registry
@@ -115,6 +116,83 @@ def trace(fn: Callable[..., Any], args: Sequence[torch.Tensor]) -> torch.fx.Grap
     """
     with traceable_library_paths():
         return make_fx(fn, tracing_mode="fake")(*args)
+
+
+MODULE_STACK = "nn_module_stack"
+"""The node meta of the modules a node was called from: ``{key: (qualified name, class)}``,
+outermost first, as torch.export and dynamo write it."""
+
+
+@contextlib.contextmanager
+def module_paths(model: torch.nn.Module) -> Iterator[None]:
+    """While this lasts, every node traced records the modules of ``model`` it was called
+    from (:data:`MODULE_STACK`; read back by :func:`module_of`).
+
+    Forward hooks on each module of ``model`` keep the stack of modules running (a module
+    called through ``__call__``; one called as ``module.forward(...)`` counts as its
+    caller), and torch.fx copies it into each node made meanwhile (``preserve_node_meta``:
+    the path dynamo takes). What runs in no module of ``model`` (the backward pass, the
+    optimizer, a loss outside the model) records none.
+    """
+    stack: list[tuple[str, str]] = []
+
+    def publish() -> None:
+        fx_traceback.current_meta[MODULE_STACK] = {name: (name, cls) for name, cls in stack}
+
+    def entering(name: str, cls: str) -> Callable[..., None]:
+        def hook(module: torch.nn.Module, args: Any) -> None:
+            stack.append((name, cls))
+            publish()
+        return hook
+
+    def leaving(module: torch.nn.Module, args: Any, output: Any) -> None:
+        if stack:
+            stack.pop()
+        publish()
+
+    handles = []
+    with fx_traceback.preserve_node_meta():
+        try:
+            for name, module in model.named_modules():
+                cls = f"{type(module).__module__}.{type(module).__qualname__}"
+                handles.append(module.register_forward_pre_hook(entering(name, cls)))
+                handles.append(module.register_forward_hook(leaving, always_call=True))
+            publish()
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def module_of(node: torch.fx.Node) -> str:
+    """The qualified name of the innermost module a node traced under :func:`module_paths`
+    was called from (``"transformer.h.3.mlp.c_fc"``); ``""`` for the model itself or none."""
+    stack = node.meta.get(MODULE_STACK) or {}
+    return str(next(reversed(stack.values()))[0]) if stack else ""
+
+
+def may_rerun(target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether running an ATen op again on the same inputs gives the same outputs and does
+    nothing else, so that a plan may recompute them.
+
+    Not so for a random op (torch's ``nondeterministic_seeded`` tag: dropout, ``rand*``,
+    ``bernoulli``, ``normal_`` ...), except an op whose ``dropout_p`` argument is 0 (the
+    attention kernels carry the tag for their optional dropout), nor for an op with a side
+    effect (``torch._library.utils.is_impure``: a schema that writes an argument, an op
+    registered as effectful).
+    """
+    from torch._library.utils import is_impure
+
+    if is_impure(target, impure_random=False):
+        return False
+    if torch.Tag.nondeterministic_seeded not in getattr(target, "tags", ()):
+        return True
+    schema = target._schema
+    for i, argument in enumerate(schema.arguments):
+        if argument.name == "dropout_p":
+            value = kwargs.get("dropout_p", args[i] if i < len(args) else argument.default_value)
+            return isinstance(value, int | float) and value == 0
+    return False
 
 
 def storage_key(tensor: torch.Tensor) -> Any:

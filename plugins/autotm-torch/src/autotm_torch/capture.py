@@ -7,8 +7,9 @@ forward pass under ``torch.no_grad()``). Tracing happens below autograd, so the
 backward pass and the optimizer's in-place updates appear as ATen ops. The
 traced parameters stand in for the module's own for the whole step, backward
 included, so the recomputation of activation checkpointing reads them as the
-forward pass did. Each placeholder and each returned value comes with a :class:`Role` saying what it
-is; :mod:`autotm_torch.lower` turns the whole into an autotm-core graph.
+forward pass did. Each node records the modules of the model it was called from
+(``nn_module_stack``). Each placeholder and each returned value comes with a :class:`Role`
+saying what it is; :mod:`autotm_torch.lower` turns the whole into an autotm-core graph.
 """
 
 from __future__ import annotations
@@ -196,7 +197,8 @@ def capture(
                                lambda: run_model(flat[len(state):]))
             return output_tensors(out)
 
-        with _mode(model, False), explain_capture_failure(model_name):
+        with _mode(model, False), explain_capture_failure(model_name), \
+                internals.module_paths(model):
             module = internals.trace(forward, state + data)
         n_out = len(next(n for n in module.graph.nodes if n.op == "output").args[0])
         outputs = tuple(Role(f"output:{i}", TensorKind.OUTPUT) for i in range(n_out))
@@ -230,7 +232,7 @@ def capture(
             value, grads = _swapped(holder, module_names, params, body)
         return (value, *grads)
 
-    with _mode(model, True), explain_capture_failure(model_name):
+    with _mode(model, True), explain_capture_failure(model_name), internals.module_paths(model):
         module = internals.trace(step, state + [value for *_, value in states] + data)
     grad_roles = [Role(f"grad:{names_of[p]}", TensorKind.GRADIENT) for p in with_grad]
     outputs = (Role("output:loss", TensorKind.OUTPUT), *grad_roles)

@@ -16,7 +16,10 @@ from autotm_core.errors import PluginError, UsageError
 from autotm_core.ir import Graph
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from autotm_core.executor import KernelRunner
+    from autotm_core.plans import Plan
 
 REQUIRED_TORCH = "2.13.0"
 """The torch release the plugin is pinned to."""
@@ -104,6 +107,16 @@ class TorchFrontend:
         from autotm_torch.calibration import TorchRates
 
         return TorchRates()
+
+    def export_policy(self, plan: Plan, graph: Graph, *, fast_pool: str,
+                      path: str) -> Mapping[str, int]:
+        """``export-policy``: write the selective activation-checkpointing policy of ``plan``
+        for ``graph`` (a training step this frontend captured) to ``path``
+        (:func:`autotm_torch.policy.export_policy`; this makes the frontend an
+        :class:`autotm_core.plugins.PolicyExporter`)."""
+        from autotm_torch.policy import export_policy
+
+        return export_policy(plan, graph, fast_pool=fast_pool, path=path)
 
     def request(
         self,

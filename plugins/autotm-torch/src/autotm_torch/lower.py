@@ -14,12 +14,17 @@
 - FLOPs come from ``torch.utils.flop_counter`` (matmul-like ops, convolutions,
   attention); other ops autotm-core's op table knows (``autotm_core.costs.op_info``)
   are left to its estimators; the rest count one flop per element written.
+- Each kernel records the module it was called from (``Kernel.module``, the innermost
+  module of the node's ``nn_module_stack``) and whether a plan may run it again
+  (``Kernel.rerun``: not for a random op or one with a side effect,
+  :func:`autotm_torch._torch_internals.may_rerun`).
 """
 
 from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -30,6 +35,19 @@ from autotm_core.errors import PluginError
 from autotm_core.ir import DTYPE_NBYTES, Graph, GraphBuilder, TensorKind
 from autotm_torch import _torch_internals as internals
 from autotm_torch.capture import Role, Traced
+
+
+@attrs.frozen
+class _Kernel:
+    """One kernel met while walking the graph (storages by key)."""
+
+    name: str
+    op: str
+    inputs: list[Any]
+    outputs: list[Any]
+    flops: float | None
+    module: str
+    rerun: bool
 
 
 @attrs.define
@@ -72,6 +90,35 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return [t for t in internals.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
+def written_tensors(schema: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """The tensors among an op call's arguments that it writes: those its schema marks
+    written (``(a!)``) and the :data:`UNMARKED_WRITES`."""
+    unmarked = _unmarked_writes(schema.name, args)
+    found: list[torch.Tensor] = []
+    for i, argument in enumerate(schema.arguments):
+        if (argument.alias_info is None or not argument.alias_info.is_write) \
+                and i not in unmarked:
+            continue
+        found += _tensors(kwargs.get(argument.name, args[i] if i < len(args) else None))
+    return found
+
+
+def is_kernel(op: Any, args: Sequence[Any], kwargs: dict[str, Any], out: Any) -> bool:
+    """Whether an op call, run for real, is one the lowering makes a kernel of: it writes a
+    storage of some bytes among its arguments, or returns one that is none of theirs (a
+    view of an argument, or an op with nothing to store, is no kernel). The lowering knows
+    every storage seen before; an ATen op's outputs alias only its arguments, so looking at
+    those is the same test (what :mod:`autotm_torch.policy` counts kernels by at run time)."""
+    schema = getattr(op, "_schema", None)
+    if schema is None:
+        return False
+    if any(internals.storage_nbytes(t) for t in written_tensors(schema, args, kwargs)):
+        return True
+    mine = {internals.storage_key(t) for t in _tensors((args, kwargs))}
+    return any(internals.storage_key(t) not in mine and internals.storage_nbytes(t)
+               for t in _tensors(out))
+
+
 def values_of(value: Any) -> Any:
     """``value`` with every FX node replaced by the value it computed."""
     if isinstance(value, torch.fx.Node):
@@ -88,7 +135,7 @@ class _Lowering:
         self.traced = traced
         self.storages: dict[Any, _Storage] = {}
         self.builder = GraphBuilder(name, captured_for=traced.device)
-        self.kernels: list[tuple[str, str, list[Any], list[Any], float | None]] = []
+        self.kernels: list[_Kernel] = []
         self.names: set[str] = set()
 
     def storage(self, tensor: torch.Tensor, name: str, kind: TensorKind) -> Any:
@@ -144,15 +191,8 @@ class _Lowering:
                 if key is None:  # a tensor made outside the graph: a constant
                     key = self.storage(tensor, f"constant:{node.name}", TensorKind.CONSTANT)
                 inputs[key] = None
-        written: dict[Any, None] = {}
-        unmarked = _unmarked_writes(schema.name, node.args)
-        for i, argument in enumerate(schema.arguments):
-            if (argument.alias_info is None or not argument.alias_info.is_write) \
-                    and i not in unmarked:
-                continue
-            value = node.kwargs.get(argument.name, node.args[i] if i < len(node.args) else None)
-            for tensor in _tensors(values_of(value)):
-                written[internals.storage_key(tensor)] = None
+        written = {internals.storage_key(tensor): None for tensor in
+                   written_tensors(schema, values_of(node.args), values_of(node.kwargs))}
         out = node.meta.get("val")
         new: dict[Any, None] = {}
         for tensor in _tensors(out):
@@ -165,10 +205,10 @@ class _Lowering:
         op = schema.name
         if flops is None and op_info(op) is None:
             flops = sum(math.prod(t.shape) for t in _tensors(out))
-        self.kernels.append(
-            (node.name, op, [*inputs, *(k for k in written if k not in inputs)],
-             [*written, *new], flops)
-        )
+        self.kernels.append(_Kernel(
+            node.name, op, [*inputs, *(k for k in written if k not in inputs)],
+            [*written, *new], flops, internals.module_of(node),
+            internals.may_rerun(target, node.args, node.kwargs)))
 
     def outputs(self, node: torch.fx.Node) -> None:
         values = list(node.args[0]) if isinstance(node.args[0], list | tuple) else [node.args[0]]
@@ -186,9 +226,10 @@ class _Lowering:
                 continue
             b.tensor(s.name, nbytes=s.nbytes, kind=s.kind, shape=s.shape, dtype=s.dtype)
         names = {key: s.name for key, s in self.storages.items()}
-        for name, op, inputs, outputs, flops in self.kernels:
-            b.kernel(name, op=op, inputs=[names[k] for k in inputs],
-                     outputs=[names[k] for k in outputs], flops=flops)
+        for k in self.kernels:
+            b.kernel(k.name, op=k.op, inputs=[names[s] for s in k.inputs],
+                     outputs=[names[s] for s in k.outputs], flops=k.flops, module=k.module,
+                     rerun=k.rerun)
         return b.build()
 
 
@@ -205,4 +246,4 @@ def lower_with_storages(traced: Traced, *, name: str) -> tuple[Graph, dict[Any, 
     return graph, {key: s.name for key, s in lowering.storages.items() if s.nbytes}
 
 
-__all__ = ["Role", "lower", "lower_with_storages"]
+__all__ = ["Role", "is_kernel", "lower", "lower_with_storages", "written_tensors"]
