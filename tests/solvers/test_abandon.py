@@ -44,6 +44,8 @@ def test_a_solve_that_does_not_stop_is_abandoned_with_what_it_reported(
     if after_a_solution:
         assert result.status is SolutionStatus.FEASIBLE and values is not None
         assert result.objective == pytest.approx(float(problem.cost @ values) + problem.offset)
+        # the dual bound it had reported by then (a maximisation: above the solution)
+        assert result.best_bound is not None and result.best_bound >= result.objective - 1e-6
         weights = np.asarray(problem.value).reshape(problem.n_rows, problem.n_columns)
         assert (weights @ values <= problem.row_upper + 1e-6).all()
     else:

@@ -185,32 +185,26 @@ def abandon_on_interrupt(seconds: float, *, overruns: bool = False) -> Iterator[
         _abandon_after_seconds, _abandon_overruns = saved
 
 
-@attrs.frozen
-class _Found:
-    """An improving solution HiGHS reported while it ran (its MIP callback)."""
-
-    bound: float | None
-    """HiGHS's dual bound when it reported it (``None``: none finite yet)."""
-    values: Any
-    """A copy of its values, one per column of the original model."""
-
-
 @attrs.define
 class _Incumbent:
-    """The last improving solution HiGHS reported: what an abandoned solve leaves, since
-    nothing can be read from HiGHS while its solve runs. Written by HiGHS's thread, read
-    after it is abandoned; the record is replaced whole, so a reader sees one or the
-    other."""
+    """What HiGHS reported while it ran: its last improving solution (a copy) and its latest
+    dual bound (``None``: none finite yet), what an abandoned solve leaves, since nothing
+    can be read from HiGHS while its solve runs. Written by HiGHS's thread (its MIP
+    callbacks), read after it is abandoned; each field is replaced whole."""
 
-    found: _Found | None = None
+    values: Any = None
+    bound: float | None = None
 
-    def heard(self, event: Any) -> None:
+    def improved(self, event: Any) -> None:
         import numpy as np
 
-        out = event.data_out
-        bound = float(out.mip_dual_bound)
-        self.found = _Found(bound=bound if math.isfinite(bound) else None,
-                            values=np.array(out.mip_solution, dtype=np.float64, copy=True))
+        self.values = np.array(event.data_out.mip_solution, dtype=np.float64, copy=True)
+        self.bounded(event)
+
+    def bounded(self, event: Any) -> None:
+        bound = float(event.data_out.mip_dual_bound)
+        if math.isfinite(bound):
+            self.bound = bound
 
 
 @attrs.frozen
@@ -375,7 +369,8 @@ def _solve(problem: MatrixProblem, config: SolverConfig, start: Any) -> tuple[So
             _offer_start(highs, np.asarray(start, dtype=np.float64))
         incumbent = _Incumbent()
         if integer.size:
-            highs.cbMipImprovingSolution.subscribe(incumbent.heard)
+            highs.cbMipImprovingSolution.subscribe(incumbent.improved)
+            highs.cbMipInterrupt.subscribe(incumbent.bounded)
         abandon_at = (None if config.abandon_after_seconds is None
                       else started + config.abandon_after_seconds)
         handed_off = time.perf_counter()
@@ -386,7 +381,7 @@ def _solve(problem: MatrixProblem, config: SolverConfig, start: Any) -> tuple[So
     finally:
         os.unlink(log_path)
     if run.abandoned or run.busy:  # nothing of it can be read but what it reported
-        return _left(highs, problem, run, incumbent.found, log_text=log_text,
+        return _left(highs, problem, run, incumbent, log_text=log_text,
                      handoff_seconds=handed_off - started, solve_seconds=solved - handed_off)
     result, values = _result(highs, problem, interrupted=run.interrupted, overran=run.overran,
                              log_text=log_text)
@@ -399,15 +394,16 @@ def _solve(problem: MatrixProblem, config: SolverConfig, start: Any) -> tuple[So
     return result, values
 
 
-def _left(highs: Any, problem: MatrixProblem, run: _Run, found: _Found | None, *,
+def _left(highs: Any, problem: MatrixProblem, run: _Run, reported: _Incumbent, *,
           log_text: str, handoff_seconds: float,
           solve_seconds: float) -> tuple[SolveResult, Any]:
     """The result of a solve that could not start (``busy``) or was abandoned still running:
-    the last improving solution it reported, if any, with the bound it had then."""
+    the last improving solution it reported, if any, and the last dual bound."""
+    values, bound = reported.values, reported.bound
     if run.busy:
         termination, message = (TerminationCondition.ERROR, "HiGHS is still running a "
                                 "solve this process abandoned; no other can start")
-        found = None
+        values = bound = None
     elif run.interrupted:
         termination, message = (TerminationCondition.INTERRUPTED, "interrupted (Ctrl-C); "
                                 "HiGHS did not stop, its solve was abandoned")
@@ -415,15 +411,15 @@ def _left(highs: Any, problem: MatrixProblem, run: _Run, found: _Found | None, *
         termination, message = (TerminationCondition.ABANDONED, "HiGHS had not stopped "
                                 "when the caller stopped waiting (past its time limit, "
                                 "cancelled); its solve was abandoned")
-    if found is not None:
+    if values is not None:
         message += "; the last solution it reported is kept"
     result = native_result(
         problem, solver_name="highs", solver_version=highs.version(), termination=termination,
-        has_solution=found is not None,
-        objective=None if found is None else float(problem.cost @ found.values + problem.offset),
-        best_bound=None if found is None else found.bound, log=log_text, message=message)
+        has_solution=values is not None,
+        objective=None if values is None else float(problem.cost @ values + problem.offset),
+        best_bound=bound, log=log_text, message=message)
     return attrs.evolve(result, handoff_seconds=handoff_seconds,
-                        solve_seconds=solve_seconds), None if found is None else found.values
+                        solve_seconds=solve_seconds), values
 
 
 def _result(highs: Any, problem: MatrixProblem, *, interrupted: bool, overran: bool,

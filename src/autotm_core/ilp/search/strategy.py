@@ -128,9 +128,9 @@ class Strategy:
     """See :attr:`bound_reserve_seconds`."""
     finish_seconds: float = attrs.field(default=2.0, validator=_non_negative)
     """The Lagrangian bound stops this long before the budget's end (decoding, verifying and
-    simulating take about a second at 20,000 kernels); the whole model's solve too, when no
-    plan was decoded before to measure it by (else twice the longest decoding: 0.1 s at the
-    Llama-7B-shaped step)."""
+    simulating take about a second at 20,000 kernels); the whole model's solve too, or twice
+    the longest decoding seen, the longer (0.1-0.2 s at the Llama-7B-shaped step, where an
+    abandoned solve's threads ran on beside the decoding at load 3-7)."""
     lagrangian_steps: int = attrs.field(default=1000, validator=_count)
     """Most subgradient steps of the Lagrangian bound (the budget usually stops it first)."""
     full_solve_lagrangian_steps: int = attrs.field(default=100, validator=_count)
