@@ -287,7 +287,7 @@ def _run_interruptibly(highs: Any, time_limit_seconds: float | None,
             if finished:
                 return _Run(interrupted_at is not None, overran, abandoned=False)
             now = time.perf_counter()
-            if cutoff is not None and not overran and now > cutoff:
+            if cutoff is not None and not overran and now >= cutoff:
                 log.info("HiGHS ran past its time limit: cancelling it")
                 overran = True
             if overran or interrupted_at is not None:
