@@ -43,6 +43,24 @@ def test_past_the_deadline_a_solve_still_gets_a_moment() -> None:
     assert budget.limit() == MIN_SOLVE_SECONDS
 
 
+def test_the_grace_past_a_time_limit_is_a_second_or_two_percent() -> None:
+    assert DEFAULT_STRATEGY.grace_seconds(None) == 0.0
+    assert DEFAULT_STRATEGY.grace_seconds(10.0) == 1.0
+    assert DEFAULT_STRATEGY.grace_seconds(300.0) == pytest.approx(6.0)
+
+
+def test_a_solve_is_abandoned_within_the_grace_less_what_follows_it() -> None:
+    budget = Budget.of(100.0, grace_seconds=2.0, answer_seconds=0.1)
+    assert budget.deadline is not None
+    assert budget.abandon_at(reserve=0.4) == pytest.approx(budget.deadline + 1.5)
+    assert budget.part(0.5).grace_seconds == 2.0 and budget.part(0.5).answer_seconds == 0.1
+    assert Budget.of(None, grace_seconds=2.0).abandon_at() is None
+    late = Budget(time.perf_counter() - 10.0, min_solve_seconds=MIN_SOLVE_SECONDS,
+                  grace_seconds=1.0)
+    at = late.abandon_at()  # a solve started late gets its moment, as its limit does
+    assert at is not None and at >= time.perf_counter() + MIN_SOLVE_SECONDS - 0.05
+
+
 def test_phases_are_summed_per_stage_in_order() -> None:
     budget = Budget(None)
     budget.add("held plans", 1.0)

@@ -108,9 +108,18 @@ def test_config_asks_for_no_duals_by_default() -> None:
 def test_capabilities_are_checked_booleans() -> None:
     capabilities = SolverCapabilities(mip=True, warm_start=False, interrupt=False, duals=True)
     assert attrs.asdict(capabilities) == {"mip": True, "warm_start": False, "interrupt": False,
-                                          "duals": True}
+                                          "duals": True, "abandon": False}
     with pytest.raises(TypeError):
         SolverCapabilities(mip=1, warm_start=False, interrupt=False, duals=False)
+    with pytest.raises(TypeError):
+        SolverCapabilities(mip=True, warm_start=False, interrupt=False, duals=False, abandon=1)
+
+
+def test_config_waits_for_the_solver_unless_told_when_to_abandon_it() -> None:
+    assert SolverConfig().abandon_after_seconds is None
+    assert SolverConfig(abandon_after_seconds=2.5).abandon_after_seconds == 2.5
+    with pytest.raises(ValueError):
+        SolverConfig(abandon_after_seconds=-1.0)
 
 
 def test_matrix_problem_counts() -> None:

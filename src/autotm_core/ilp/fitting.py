@@ -216,7 +216,9 @@ def plan_with_addresses(
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
     costs = costs if costs is not None else resolve_costs(graph, system)
     budget = budget if budget is not None else Budget.of(
-        time_limit_seconds, min_solve_seconds=strategy.min_solve_seconds)
+        time_limit_seconds, min_solve_seconds=strategy.min_solve_seconds,
+        grace_seconds=strategy.grace_seconds(time_limit_seconds),
+        answer_seconds=strategy.answer_seconds)
     if pool is None:
         pool = IncumbentPool(graph, system, costs,
                              test=Packing(graph, system, alignment_nbytes=alignment_nbytes),

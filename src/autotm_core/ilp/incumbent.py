@@ -30,6 +30,7 @@ import numpy as np
 from autotm_core.errors import AutotmError, SolveInterruptedError
 from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
 from autotm_core.ilp.model_index import SLOT, ModelIndex
+from autotm_core.ilp.search.budget import seconds_until
 from autotm_core.solvers.base import (
     MatrixProblem,
     Solver,
@@ -70,40 +71,43 @@ class Unrelaxed:
 
 
 def relax_and_fix(index: ModelIndex, *, solver: Solver, time_limit_seconds: float | None,
-                  relative_gap: float,
-                  lp: LinearProgram | None = None) -> RelaxAndFix | Unrelaxed | None:
+                  relative_gap: float, lp: LinearProgram | None = None,
+                  abandon_at: float | None = None) -> RelaxAndFix | Unrelaxed | None:
     """A feasible solution of ``index``'s model found by relax-and-fix; :class:`Unrelaxed`
     when its LP relaxation was not solved (e.g. out of time), ``None`` when it failed after.
 
     ``lp`` is the model to relax: ``index.lp`` by default, or the same with variables
     fixed by exact reductions (:mod:`autotm_core.ilp.reductions`; a smaller LP, the
     same optimum). Each of the two solves by ``solver`` gets ``time_limit_seconds``
-    (``None``: no limit).
+    (``None``: no limit), and is abandoned still running at ``abandon_at`` (a
+    :func:`time.perf_counter` reading; ``None``: never).
     """
     problem = to_matrix_problem(index.lp if lp is None else lp, name="relax-and-fix")
     if not np.asarray(problem.is_integer, dtype=bool).any():
         return None
     return relax_and_fix_matrix(problem, solver=solver, time_limit_seconds=time_limit_seconds,
-                                relative_gap=relative_gap)
+                                relative_gap=relative_gap, abandon_at=abandon_at)
 
 
 def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
                          time_limit_seconds: float | None, relative_gap: float,
-                         threads: int | None = None,
-                         duals: bool = False) -> RelaxAndFix | Unrelaxed | None:
+                         threads: int | None = None, duals: bool = False,
+                         abandon_at: float | None = None) -> RelaxAndFix | Unrelaxed | None:
     """Relax-and-fix on ``problem`` with ``solver`` (see the module docstring).
 
     :class:`Unrelaxed` when the LP relaxation gives no solution, ``None`` when the fixed
     MIP gives none or a solve fails; Ctrl-C raises ``KeyboardInterrupt``.
     With ``duals``, the LP relaxation's row duals come back too (from a backend that
-    gives them).
+    gives them). A solve still running at ``abandon_at`` (a :func:`time.perf_counter`
+    reading) is abandoned.
     """
     binary = np.asarray(problem.is_integer, dtype=bool)
     config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
                           threads=threads, warm_start=False)
     try:
         relaxed, x = solver.solve(attrs.evolve(problem, is_integer=np.zeros_like(binary)),
-                                  attrs.evolve(config, duals=duals))
+                                  attrs.evolve(config, duals=duals,
+                                               abandon_after_seconds=seconds_until(abandon_at)))
         if relaxed.termination is TerminationCondition.INTERRUPTED:
             raise KeyboardInterrupt  # the user's Ctrl-C, not a failed start
         if x is None:
@@ -120,7 +124,9 @@ def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
         settled = relaxed.termination is TerminationCondition.OPTIMAL
         if settled and not (binary & ~ones & ~zeros).any():
             return _integral(relaxed, x, ones, zeros)
-        fixed, y = solver.solve(attrs.evolve(problem, col_lower=lower, col_upper=upper), config)
+        fixed, y = solver.solve(attrs.evolve(problem, col_lower=lower, col_upper=upper),
+                                attrs.evolve(config,
+                                             abandon_after_seconds=seconds_until(abandon_at)))
     except SolveInterruptedError:
         raise KeyboardInterrupt from None  # the user's Ctrl-C, not a failed start
     except AutotmError as exc:  # only a start: planning goes on without it
@@ -154,11 +160,13 @@ def _integral(relaxed: SolveResult, x: np.ndarray, ones: np.ndarray,
 
 
 def retime(index: ModelIndex, start: np.ndarray, *, solver: Solver,
-           time_limit_seconds: float | None, relative_gap: float) -> RelaxAndFix | None:
+           time_limit_seconds: float | None, relative_gap: float,
+           abandon_at: float | None = None) -> RelaxAndFix | None:
     """The best timing of ``start``'s copies with its states kept (see the module
     docstring), or ``None`` when the solve gives no solution (``start`` is then the best
     known). The result carries no bound: the model it solves is narrower than the full one.
-    Ctrl-C raises ``KeyboardInterrupt``.
+    A solve still running at ``abandon_at`` (a :func:`time.perf_counter` reading) is
+    abandoned. Ctrl-C raises ``KeyboardInterrupt``.
     """
     problem = to_matrix_problem(index.lp, name="retime")
     slots = np.asarray(index.columns.kind) == SLOT
@@ -166,7 +174,7 @@ def retime(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     upper = np.array(problem.col_upper, dtype=np.float64)
     lower[slots] = upper[slots] = np.round(np.asarray(start, dtype=np.float64)[slots])
     config = SolverConfig(time_limit_seconds=time_limit_seconds, relative_gap=relative_gap,
-                          warm_start=True)
+                          warm_start=True, abandon_after_seconds=seconds_until(abandon_at))
     try:
         result, values = solver.solve(attrs.evolve(problem, col_lower=lower, col_upper=upper),
                                       config, start)

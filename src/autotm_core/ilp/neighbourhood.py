@@ -44,6 +44,7 @@ from autotm_core.errors import AutotmError, SolveInterruptedError
 from autotm_core.ilp.incumbent import RelaxAndFix
 from autotm_core.ilp.lp import to_matrix_problem
 from autotm_core.ilp.model_index import EDGE, OCCUPANCY, TIME, ModelIndex
+from autotm_core.ilp.search.budget import seconds_until
 from autotm_core.solvers.base import (
     SolverConfig,
     SolveResult,
@@ -59,7 +60,8 @@ logger = logging.getLogger(__name__)
 
 def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
                        deadline: float | None, relative_gap: float, strategy: Strategy,
-                       accept: Callable[[np.ndarray], bool] | None = None) -> RelaxAndFix:
+                       accept: Callable[[np.ndarray], bool] | None = None,
+                       abandon_at: float | None = None) -> RelaxAndFix:
     """``start`` improved window by window (see the module docstring), sized and timed by
     ``strategy``, until ``deadline`` (a :func:`time.perf_counter` reading; ``None``: until a
     pass gains nothing).
@@ -70,12 +72,14 @@ def improve_by_windows(index: ModelIndex, start: np.ndarray, *, solver: Solver,
     oldest first; its solve says the best objective found, no bound, the seconds of every
     solve, and why the search ended: ``time_limit`` at the deadline, else ``unknown`` (a
     pass gained nothing: not proven optimal). A failing solve ends the search with the best
-    solution found so far; Ctrl-C raises ``KeyboardInterrupt``.
+    solution found so far; Ctrl-C raises ``KeyboardInterrupt``. A window's solve still
+    running at ``abandon_at`` (a :func:`time.perf_counter` reading) is abandoned.
     """
     model = _Windows(index, solver)
     width = max(1, min(strategy.window_kernels, model.n // strategy.model_windows))
     values = np.asarray(start, dtype=np.float64).copy()
-    search = _Search(model=model, strategy=strategy, deadline=deadline, accept=accept,
+    search = _Search(model=model, strategy=strategy, deadline=deadline, abandon_at=abandon_at,
+                     accept=accept,
                      width=width, starts=_window_starts(model.n, width),
                      config=SolverConfig(relative_gap=min(relative_gap, 1e-4), warm_start=True),
                      values=values, best=float(model.cost @ values),
@@ -104,6 +108,8 @@ class _Search:
     model: _Windows
     strategy: Strategy
     deadline: float | None
+    abandon_at: float | None
+    """When a window's solve still running is abandoned (:func:`time.perf_counter`)."""
     accept: Callable[[np.ndarray], bool] | None
     width: int
     """Kernels per window."""
@@ -158,7 +164,9 @@ class _Search:
         limit = (self.strategy.window_seconds if left is None
                  else min(self.strategy.window_seconds, left))
         candidate = self.model.solve(self.values, first, first + self.width,
-                                     attrs.evolve(self.config, time_limit_seconds=limit))
+                                     attrs.evolve(self.config, time_limit_seconds=limit,
+                                                  abandon_after_seconds=seconds_until(
+                                                      self.abandon_at)))
         self.windows += 1
         return candidate
 

@@ -77,7 +77,9 @@ def plan_graph(
         solver=solver if solver is not None else get_solver(DEFAULT_SOLVER),
         relative_gap=relative_gap, strategy=strategy,
         budget=budget if budget is not None else Budget.of(
-            time_limit_seconds, min_solve_seconds=strategy.min_solve_seconds),
+            time_limit_seconds, min_solve_seconds=strategy.min_solve_seconds,
+            grace_seconds=strategy.grace_seconds(time_limit_seconds),
+            answer_seconds=strategy.answer_seconds),
         listener=listener, start_plans=tuple(start_plans), fits=fits, warm_start=warm_start,
         log_to_terminal=log_to_terminal, make_greedy=make_greedy)
     run_steps(EXACT_STEPS, state, budget=state.budget, listener=listener)

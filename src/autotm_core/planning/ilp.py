@@ -65,8 +65,8 @@ CHAIN = (Formulation.STATIC, Formulation.SYNCHRONOUS, Formulation.ASYNCHRONOUS)
 """The formulations from the simplest; each one's plans are plans of the next."""
 
 _NOT_PROVEN = frozenset({TerminationCondition.TIME_LIMIT, TerminationCondition.INTERRUPTED,
-                         TerminationCondition.ITERATION_LIMIT, TerminationCondition.UNKNOWN,
-                         TerminationCondition.ERROR})
+                         TerminationCondition.ABANDONED, TerminationCondition.ITERATION_LIMIT,
+                         TerminationCondition.UNKNOWN, TerminationCondition.ERROR})
 """Terminations after which a loaded plan is the best found, not a proven one."""
 
 
@@ -158,16 +158,21 @@ class _Chain:
 
 
 def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
-             warm_starts: Sequence[Plan | WarmStart], listener: Listener) -> Outcome:
-    """The ILP's plan of ``problem`` for ``planner``'s formulation (see the module docstring)."""
+             warm_starts: Sequence[Plan | WarmStart], listener: Listener,
+             started: float | None = None) -> Outcome:
+    """The ILP's plan of ``problem`` for ``planner``'s formulation (see the module docstring);
+    its time limit counts from ``started`` (a :func:`time.perf_counter` reading; ``None``:
+    now)."""
     from autotm_core.ilp.fitting import Packing
 
-    started = time.perf_counter()
+    started = time.perf_counter() if started is None else started
     strategy = settings.strategy
     limit = settings.time_limit_seconds
     if limit is None and settings.mode is PlanMode.APPROXIMATE:
         limit = strategy.approximate_seconds
-    budget = Budget.of(limit, min_solve_seconds=strategy.min_solve_seconds)
+    budget = Budget.of(limit, min_solve_seconds=strategy.min_solve_seconds,
+                       grace_seconds=strategy.grace_seconds(limit),
+                       answer_seconds=strategy.answer_seconds, started=started)
     graph, system = problem.graph, problem.limited_system
     packing = Packing(graph, system) if settings.fits_addresses else None
     chain = _Chain(problem=problem, target=planner, settings=settings,
@@ -270,6 +275,12 @@ class _Stage:
             chain.stopped = True
             return
         chain.report = report
+        if (report.solve is not None
+                and report.solve.termination == TerminationCondition.ABANDONED.value):
+            chain.notes.append(
+                f"the {self.formulation.value} solve did not stop at its time limit and was "
+                "abandoned, so that planning ends within the time limit and its grace; the "
+                "best plan held is returned")
         if report.interrupted:  # Ctrl-C: stop the chain, keep the best verified plan
             chain.interrupted = chain.stopped = True
 

@@ -58,7 +58,7 @@ def plan(problem: Problem, planner: str | Planner, settings: PlanSettings | None
     check_model_fits(problem.graph.name, len(problem.graph.kernels), chosen.name,
                      insist=settings.insist)
     return plan_ilp(problem, chosen, IlpSettings.of(settings, problem.graph, backend),
-                    warm_starts=warm_starts, listener=listener)
+                    warm_starts=warm_starts, listener=listener, started=started)
 
 
 def _baseline(problem: Problem, planner: Planner, cache: CacheOptions,

@@ -50,6 +50,11 @@ class TerminationCondition(enum.Enum):
     """It proved one of the two without saying which (typically from presolve)."""
     INTERRUPTED = "interrupted"
     """The user interrupted it (Ctrl-C); the best solution so far, if any, is kept."""
+    ABANDONED = "abandoned"
+    """It had not stopped when the caller stopped waiting
+    (:attr:`SolverConfig.abandon_after_seconds`: past its time limit, cancelled, in a phase
+    that checks neither): it was left to end on its own; the best solution it reported
+    before, if any, is kept."""
     ERROR = "error"
     """The solver failed (crash, numerical trouble, bad input); see the log."""
     UNKNOWN = "unknown"
@@ -106,6 +111,14 @@ class SolverConfig:
     duals: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
     """Return the row duals of a continuous model in :attr:`SolveResult.row_duals`,
     when the backend gives them (:attr:`SolverCapabilities.duals`)."""
+    abandon_after_seconds: float | None = attrs.field(default=None,
+                                                      validator=_non_negative_or_none)
+    """Wall-clock seconds from the call to :meth:`Solver.solve` (hand-off included) after
+    which the caller stops waiting, whatever the solver is doing: a backend that can leave
+    a solve behind (:attr:`SolverCapabilities.abandon`) cancels it before, and abandons it
+    still running then, with termination ``ABANDONED`` and the best solution it had
+    reported; ``None``: wait until it stops. Planning sets it from its deadline and grace
+    (:meth:`autotm_core.ilp.search.Budget.abandon_at`)."""
 
 
 def relative_gap(*, objective: float | None, best_bound: float | None) -> float | None:
@@ -217,6 +230,9 @@ class SolverCapabilities:
     """Ctrl-C stops it and keeps the best solution found so far."""
     duals: bool = attrs.field(validator=attrs.validators.instance_of(bool))
     """It gives the row duals of a continuous model (:attr:`SolverConfig.duals`)."""
+    abandon: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
+    """It returns by :attr:`SolverConfig.abandon_after_seconds`, leaving a solve that has not
+    stopped behind (with the best solution it had reported)."""
 
 
 @attrs.frozen(kw_only=True, eq=False)

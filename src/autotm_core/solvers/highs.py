@@ -10,12 +10,14 @@ this thread waits, so Ctrl-C cancels it and the best solution so far is kept.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import logging
 import math
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -25,7 +27,6 @@ import attrs
 from autotm_core.errors import SolveInterruptedError, SolverError
 from autotm_core.solvers.base import (
     MatrixProblem,
-    SolutionStatus,
     SolverCapabilities,
     SolverConfig,
     SolveResult,
@@ -107,29 +108,63 @@ presolve runs past it: retiming at GPT-2 12 layers took 16.5 s on a 3.5 s limit)
 the limit by this fraction of it (at least :data:`OVERRUN_GRACE_SECONDS`), the solve is
 cancelled as Ctrl-C would, keeping its best solution, and reported as out of time."""
 OVERRUN_GRACE_SECONDS = 0.5
+CANCEL_SHARE = 0.25
+"""A solve the caller abandons (:attr:`~autotm_core.solvers.SolverConfig.abandon_after_seconds`)
+is cancelled no later than this share of the way from its time limit to the abandonment,
+the rest left for it to stop with its solution: a MIP that checks stopped within
+0.04-1.0 s of a cancellation at load 2-3, the Llama-7B-shaped step's whole model (861,339
+nonzeros, 4:1) in 1.3 s at load 3.5, after 13.7 s past its limit without checking it."""
+POLL_SECONDS = 0.1
+"""How often the waiting thread looks at the solve (Ctrl-C, the cutoffs)."""
 
 
 _abandon_after_seconds: float | None = None
 """See :func:`abandon_on_interrupt` (``None``: wait until HiGHS stops)."""
 _abandon_overruns = False
 """See :func:`abandon_on_interrupt`."""
-_abandoned: list[Any] = []
-"""HiGHS instances whose solve was abandoned (see :func:`abandoned_still_running`)."""
+_abandoned: list[tuple[Any, threading.Thread]] = []
+"""HiGHS instances whose solve was abandoned, with the thread that runs it (see
+:func:`abandoned_still_running`)."""
 
 
 def abandoned_still_running() -> bool:
     """Whether a solve this process abandoned still runs. Its worker thread is a daemon, but
     HiGHS's C++ threads abort the process (``terminate called without an active
     exception``, status 134) when the interpreter finalizes under them: a process that
-    abandoned a solve leaves with ``os._exit`` (the command line does)."""
-    return any(h.is_solver_running() for h in _abandoned)
+    abandoned a solve leaves with ``os._exit`` (the command line does), or waits for it at
+    exit (:func:`_wait_for_abandoned_at_exit`, registered with the first abandonment)."""
+    return any(thread.is_alive() for _, thread in _abandoned)
+
+
+def _abandon(highs: Any, thread: threading.Thread) -> None:
+    """Leave ``highs``'s solve, cancelled, to end on its own."""
+    if not _abandoned:
+        atexit.register(_wait_for_abandoned_at_exit)
+    _abandoned[:] = [(h, t) for h, t in _abandoned if t.is_alive()]  # free ended ones
+    _abandoned.append((highs, thread))
+
+
+def _wait_for_abandoned_at_exit() -> None:
+    """At exit (``atexit``, before the interpreter finalizes), wait for the solves this process
+    abandoned: they were cancelled and stop at HiGHS's next check, and a process that
+    finalizes under HiGHS's threads aborts. A library caller's process thus exits late,
+    never with a crash; the command line leaves with ``os._exit`` before this runs."""
+    running = [(h, t) for h, t in _abandoned if t.is_alive()]
+    if running:
+        log.warning("waiting for %d abandoned HiGHS solve(s) to stop before exiting",
+                    len(running))
+    for highs, thread in running:
+        while thread.is_alive():
+            highs.cancelSolve()
+            thread.join(POLL_SECONDS)
 
 
 @contextlib.contextmanager
 def abandon_on_interrupt(seconds: float, *, overruns: bool = False) -> Iterator[None]:
     """Within the ``with`` body, a HiGHS solve still running ``seconds`` after Ctrl-C (with
     ``overruns``, also after its time limit and grace) is abandoned: reported interrupted
-    (or out of time) without a solution while its worker thread (a daemon) runs on. Some
+    (or abandoned) with the best solution it had reported, while its worker thread (a
+    daemon) runs on. Some
     phases of HiGHS (presolve, symmetry detection, cut separation) never check for an
     interrupt or their
     time limit: Inception v4's synchronous MIP ran on for minutes after Ctrl-C (a MIP that
@@ -138,8 +173,9 @@ def abandon_on_interrupt(seconds: float, *, overruns: bool = False) -> Iterator[
     the abandoned solve ends, another cannot start and reports an error without a
     solution after waiting for it within its own time limit. The command line abandons
     both (every command's time limit is the user's deadline; a sweep's next point may then
-    wait for the abandoned solve within its own limit); a library caller, by default,
-    waits."""
+    wait for the abandoned solve within its own limit); a library caller waits after
+    Ctrl-C, and past its limit until the config's
+    :attr:`~autotm_core.solvers.SolverConfig.abandon_after_seconds` (planning sets it)."""
     global _abandon_after_seconds, _abandon_overruns
     saved = _abandon_after_seconds, _abandon_overruns
     _abandon_after_seconds, _abandon_overruns = seconds, overruns
@@ -147,6 +183,28 @@ def abandon_on_interrupt(seconds: float, *, overruns: bool = False) -> Iterator[
         yield
     finally:
         _abandon_after_seconds, _abandon_overruns = saved
+
+
+@attrs.define
+class _Incumbent:
+    """What HiGHS reported while it ran: its last improving solution (a copy) and its latest
+    dual bound (``None``: none finite yet), what an abandoned solve leaves, since nothing
+    can be read from HiGHS while its solve runs. Written by HiGHS's thread (its MIP
+    callbacks), read after it is abandoned; each field is replaced whole."""
+
+    values: Any = None
+    bound: float | None = None
+
+    def improved(self, event: Any) -> None:
+        import numpy as np
+
+        self.values = np.array(event.data_out.mip_solution, dtype=np.float64, copy=True)
+        self.bounded(event)
+
+    def bounded(self, event: Any) -> None:
+        bound = float(event.data_out.mip_dual_bound)
+        if math.isfinite(bound):
+            self.bound = bound
 
 
 @attrs.frozen
@@ -159,62 +217,89 @@ class _Run:
     """It ran past its time limit by more than the grace, and was cancelled."""
     abandoned: bool
     """It did not stop soon enough after Ctrl-C or past its cutoff
-    (:func:`abandon_on_interrupt`): nothing of it can be read."""
+    (:func:`abandon_on_interrupt`, the config's ``abandon_after_seconds``): nothing of it
+    can be read but what it reported while it ran."""
     busy: bool = False
     """It could not start: a solve this process abandoned still runs."""
 
 
-def _wait_for_abandoned(highs: Any, time_limit_seconds: float | None) -> bool:
+def _wait_for_abandoned(highs: Any, seconds: float | None) -> bool:
     """Whether HiGHS can start: a solve this process abandoned holds highspy's one lock
-    until it ends; it is waited for, within the new solve's time limit."""
+    until it ends; it is waited for, asked again to stop, for at most ``seconds``."""
     if not highs.is_solver_running():
         return True
     log.info("waiting for a HiGHS solve this process abandoned to end")
-    deadline = None if time_limit_seconds is None else time.perf_counter() + time_limit_seconds
+    deadline = None if seconds is None else time.perf_counter() + seconds
     while highs.is_solver_running():
+        for abandoned, _ in _abandoned:
+            abandoned.cancelSolve()
         if deadline is not None and time.perf_counter() > deadline:
             return False
-        time.sleep(0.05)
+        time.sleep(POLL_SECONDS / 2)
     return True
 
 
-def _run_interruptibly(highs: Any, time_limit_seconds: float | None) -> _Run:
+def _cutoffs(started: float, time_limit_seconds: float | None,
+             abandon_at: float | None) -> tuple[float | None, float | None]:
+    """When to cancel a solve started at ``started`` and when to abandon it (``None``:
+    never), as :func:`time.perf_counter` readings: cancelled past its limit by the grace
+    (:data:`OVERRUN_GRACE`), but no later than :data:`CANCEL_SHARE` of the way from its
+    limit to ``abandon_at``, so that a phase that does check stops, keeping its solution,
+    before the caller leaves."""
+    cancel_at = (None if time_limit_seconds is None else
+                 started + time_limit_seconds + max(OVERRUN_GRACE_SECONDS,
+                                                    OVERRUN_GRACE * time_limit_seconds))
+    if abandon_at is not None:  # without a limit, cancelled as close to it as past one
+        limit_end = (started + time_limit_seconds if time_limit_seconds is not None
+                     else abandon_at - CANCEL_SHARE * max(0.0, abandon_at - started))
+        before = limit_end + CANCEL_SHARE * max(0.0, abandon_at - limit_end)
+        cancel_at = min(before, abandon_at) if cancel_at is None else min(cancel_at, before,
+                                                                          abandon_at)
+    return cancel_at, abandon_at
+
+
+def _run_interruptibly(highs: Any, time_limit_seconds: float | None,
+                       abandon_at: float | None = None) -> _Run:
     """Run HiGHS in its worker thread; on Ctrl-C, or past its time limit by more than the
     grace, cancel it and wait (after Ctrl-C, within :func:`abandon_on_interrupt`, no longer
-    than its seconds)."""
+    than its seconds); at ``abandon_at`` (a :func:`time.perf_counter` reading), abandon it
+    whatever it is doing."""
     from highspy.highs import HighsError
 
     interrupted_at: float | None = None
     overran = False
     highs.HandleUserInterrupt = True
     started = time.perf_counter()
-    cutoff = (None if time_limit_seconds is None else
-              started + time_limit_seconds + max(OVERRUN_GRACE_SECONDS,
-                                                 OVERRUN_GRACE * time_limit_seconds))
-    if not _wait_for_abandoned(highs, time_limit_seconds):
+    cutoff, abandon_at = _cutoffs(started, time_limit_seconds, abandon_at)
+    waits = [s for s in (time_limit_seconds,
+                         None if abandon_at is None else abandon_at - started) if s is not None]
+    if not _wait_for_abandoned(highs, min(waits) if waits else None):
         return _Run(interrupted=False, overran=False, abandoned=False, busy=True)
     try:
-        highs.startSolve()
+        thread = highs.startSolve()
     except HighsError:  # highspy's one lock, taken again since
         return _Run(interrupted=False, overran=False, abandoned=False, busy=True)
     while True:
         try:
-            finished, _ = highs.wait(0.1)
+            wait = POLL_SECONDS if abandon_at is None else min(
+                POLL_SECONDS, max(0.0, abandon_at - time.perf_counter()))
+            finished, _ = highs.wait(wait)
             if finished:
                 return _Run(interrupted_at is not None, overran, abandoned=False)
             now = time.perf_counter()
-            if cutoff is not None and not overran and now > cutoff:
+            if cutoff is not None and not overran and now >= cutoff:
                 log.info("HiGHS ran past its time limit: cancelling it")
                 overran = True
             if overran or interrupted_at is not None:
                 highs.cancelSolve()  # again: a phase may start after the last request
             asked = interrupted_at if interrupted_at is not None else (
                 cutoff if overran and _abandon_overruns else None)
-            if (asked is not None and _abandon_after_seconds is not None
-                    and now - asked > _abandon_after_seconds):
+            late = (asked is not None and _abandon_after_seconds is not None
+                    and now - asked > _abandon_after_seconds)
+            if late or (abandon_at is not None and now >= abandon_at):
                 log.warning("HiGHS does not stop (a phase that checks for no interrupt): "
                             "its solve is abandoned")
-                _abandoned.append(highs)
+                _abandon(highs, thread)
                 return _Run(interrupted=interrupted_at is not None, overran=overran,
                             abandoned=True)
         except KeyboardInterrupt:
@@ -233,7 +318,7 @@ class HighsSolver:
     description: str = "HiGHS MILP solver via highspy (default; warm start, Ctrl-C keeps best plan)"
     """One line for ``plugins``."""
     capabilities: ClassVar[SolverCapabilities] = SolverCapabilities(
-        mip=True, warm_start=True, interrupt=True, duals=True)
+        mip=True, warm_start=True, interrupt=True, duals=True, abandon=True)
     """Mixed-integer programs, partial starts, Ctrl-C keeps the best solution, row duals."""
 
     def unavailable_reason(self) -> str | None:
@@ -282,27 +367,22 @@ def _solve(problem: MatrixProblem, config: SolverConfig, start: Any) -> tuple[So
             highs.changeColsIntegrality(int(integer.size), integer, kinds)
         if config.warm_start and start is not None:
             _offer_start(highs, np.asarray(start, dtype=np.float64))
+        incumbent = _Incumbent()
+        if integer.size:
+            highs.cbMipImprovingSolution.subscribe(incumbent.improved)
+            highs.cbMipInterrupt.subscribe(incumbent.bounded)
+        abandon_at = (None if config.abandon_after_seconds is None
+                      else started + config.abandon_after_seconds)
         handed_off = time.perf_counter()
-        run = _run_interruptibly(highs, config.time_limit_seconds)
+        run = _run_interruptibly(highs, config.time_limit_seconds, abandon_at)
         solved = time.perf_counter()
         with open(log_path, encoding="utf-8", errors="replace") as stream:
             log_text = stream.read()
     finally:
         os.unlink(log_path)
-    if run.abandoned or run.busy:  # nothing of it can be read
-        if run.busy:
-            termination, message = (TerminationCondition.ERROR, "HiGHS is still running a "
-                                    "solve this process abandoned; no other can start")
-        elif run.interrupted:
-            termination, message = (TerminationCondition.INTERRUPTED, "interrupted (Ctrl-C); "
-                                    "HiGHS did not stop, its solve was abandoned")
-        else:
-            termination, message = (TerminationCondition.TIME_LIMIT, "HiGHS ran past its "
-                                    "time limit and did not stop; its solve was abandoned")
-        return SolveResult(solver_name="highs", solver_version=highs.version(),
-                           termination=termination, status=SolutionStatus.NO_SOLUTION,
-                           message=message, handoff_seconds=handed_off - started,
-                           solve_seconds=solved - handed_off), None
+    if run.abandoned or run.busy:  # nothing of it can be read but what it reported
+        return _left(highs, problem, run, incumbent, log_text=log_text,
+                     handoff_seconds=handed_off - started, solve_seconds=solved - handed_off)
     result, values = _result(highs, problem, interrupted=run.interrupted, overran=run.overran,
                              log_text=log_text)
     if config.duals and values is not None and not problem.is_integer.any():
@@ -312,6 +392,34 @@ def _solve(problem: MatrixProblem, config: SolverConfig, start: Any) -> tuple[So
     result = attrs.evolve(result, handoff_seconds=(handed_off - started) + (loaded - solved),
                           solve_seconds=solved - handed_off)
     return result, values
+
+
+def _left(highs: Any, problem: MatrixProblem, run: _Run, reported: _Incumbent, *,
+          log_text: str, handoff_seconds: float,
+          solve_seconds: float) -> tuple[SolveResult, Any]:
+    """The result of a solve that could not start (``busy``) or was abandoned still running:
+    the last improving solution it reported, if any, and the last dual bound."""
+    values, bound = reported.values, reported.bound
+    if run.busy:
+        termination, message = (TerminationCondition.ERROR, "HiGHS is still running a "
+                                "solve this process abandoned; no other can start")
+        values = bound = None
+    elif run.interrupted:
+        termination, message = (TerminationCondition.INTERRUPTED, "interrupted (Ctrl-C); "
+                                "HiGHS did not stop, its solve was abandoned")
+    else:
+        termination, message = (TerminationCondition.ABANDONED, "HiGHS had not stopped "
+                                "when the caller stopped waiting (past its time limit, "
+                                "cancelled); its solve was abandoned")
+    if values is not None:
+        message += "; the last solution it reported is kept"
+    result = native_result(
+        problem, solver_name="highs", solver_version=highs.version(), termination=termination,
+        has_solution=values is not None,
+        objective=None if values is None else float(problem.cost @ values + problem.offset),
+        best_bound=bound, log=log_text, message=message)
+    return attrs.evolve(result, handoff_seconds=handoff_seconds,
+                        solve_seconds=solve_seconds), values
 
 
 def _result(highs: Any, problem: MatrixProblem, *, interrupted: bool, overran: bool,

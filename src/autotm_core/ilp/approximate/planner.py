@@ -47,7 +47,7 @@ from autotm_core.ilp.approximate.layout import ModelLayout
 from autotm_core.ilp.model_index import ModelIndex
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ilp.reductions import Reductions
-from autotm_core.ilp.search.budget import Budget
+from autotm_core.ilp.search.budget import Budget, seconds_until
 from autotm_core.ilp.search.events import Listener, ModelBuilt, ignore
 from autotm_core.ilp.search.pool import IncumbentPool, Origin, Source, gap_of
 from autotm_core.ilp.search.runner import run_steps
@@ -57,7 +57,13 @@ from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
 from autotm_core.simulation import Simulation
-from autotm_core.solvers.base import DEFAULT_SOLVER, MatrixProblem, Solver, TerminationCondition
+from autotm_core.solvers.base import (
+    DEFAULT_SOLVER,
+    MatrixProblem,
+    Solver,
+    SolveResult,
+    TerminationCondition,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +167,8 @@ class ApproximateSearch(SearchState):
     kernel_bound: float = 0.0
     """Every kernel at its fastest, in seconds (known once the model is built)."""
     interrupted: bool = False
+    offer_seconds: float = 0.0
+    """The longest a plan took to decode, verify and simulate in :meth:`offer`."""
 
     @property
     def model(self) -> ModelIndex:
@@ -172,6 +180,7 @@ class ApproximateSearch(SearchState):
         logged and left out; the other candidates remain)."""
         from autotm_core.ilp.decode import decode_plan
 
+        started = time.perf_counter()
         system = self.system
         planner = {Origin.SOLVE: "ilp", Origin.STRETCHES: "rolling",
                    Origin.WINDOWS: "windows"}[source.origin]
@@ -181,6 +190,15 @@ class ApproximateSearch(SearchState):
                                 attributes=attributes)
         if self.pool.offer(candidate, source) is None:
             logger.warning("the %s plan failed verification, left out", source.describe())
+        self.offer_seconds = max(self.offer_seconds, time.perf_counter() - started)
+
+    def finish_reserve(self) -> float:
+        """Seconds kept after the last solve: its plan decoded, verified and simulated, and
+        the answer verified again: twice the longest offer so far, and at least the
+        strategy's ``finish_seconds`` (an abandoned solve's threads run on beside the
+        decoding; the Llama-7B-shaped step at 4:1 ended 0.7 s past its grace at load 3-7
+        with twice the offer alone)."""
+        return max(self.strategy.finish_seconds, 2 * self.offer_seconds)
 
     def held_step(self) -> float | None:
         best = self.pool.best(self.formulation)
@@ -278,6 +296,12 @@ def _reserve(state: ApproximateSearch) -> float:
                state.strategy.bound_reserve_share * budget)
 
 
+def _abandon_at(state: ApproximateSearch) -> float | None:
+    """When a solve still running is abandoned: within the grace after the deadline, less the
+    time kept to finish (:meth:`ApproximateSearch.finish_reserve`)."""
+    return state.budget.abandon_at(reserve=state.finish_reserve())
+
+
 def _deadline(state: ApproximateSearch, before: float) -> float | None:
     return None if state.budget.deadline is None else state.budget.deadline - before
 
@@ -325,7 +349,8 @@ class Windows:
             improved = improve_by_windows(state.model, held, solver=state.solver,
                                           deadline=_deadline(state, _reserve(state)),
                                           relative_gap=state.relative_gap,
-                                          strategy=state.strategy)
+                                          strategy=state.strategy,
+                                          abandon_at=_abandon_at(state))
         state.version = improved.result.solver_version
         state.termination = ("windows improved the held plan "
                              f"({improved.result.termination.value})")
@@ -360,7 +385,8 @@ class Stretches:
                                      core_kernels=strategy.stretch_kernels,
                                      margin_kernels=strategy.margin_kernels,
                                      relative_gap=state.relative_gap,
-                                     deadline=_deadline(state, _reserve(state)))
+                                     deadline=_deadline(state, _reserve(state)),
+                                     abandon_at=_abandon_at(state))
         state.stretch_seconds = time.perf_counter() - started
         if stretched is None:
             return
@@ -413,7 +439,8 @@ class WholeRelaxAndFix:
             found = relax_and_fix_matrix(
                 state.problem, solver=state.solver, relative_gap=state.relative_gap,
                 time_limit_seconds=None if left is None else max(0.0, left - _reserve(state)),
-                threads=state.threads, duals=state.solver.capabilities.duals)
+                threads=state.threads, duals=state.solver.capabilities.duals,
+                abandon_at=_abandon_at(state))
         if not isinstance(found, RelaxAndFix):
             return
         state.version = found.result.solver_version
@@ -460,7 +487,8 @@ class Revisit:
                     0.0, end - time.perf_counter())
             again = revisit(state.layout, state.problem, state.start, solver=state.solver,
                             core_kernels=state.strategy.stretch_kernels,
-                            relative_gap=state.relative_gap, deadline=end)
+                            relative_gap=state.relative_gap, deadline=end,
+                            abandon_at=_abandon_at(state))
         logger.info("revisit: %d of %d stretches improved", again.improved, again.revisited)
         if not again.improved:
             return
@@ -540,9 +568,13 @@ class WholeModel:
         best = state.pool.best(state.formulation)
         if start is None and best is not None:  # the stretches failed: the best held plan
             start = warm_start_from_plan(state.model, best.plan, state.graph, state.system)
-        config = SolverConfig(time_limit_seconds=state.budget.remaining(),
+        # its plan is decoded, verified and simulated, and the answer checked again, within
+        # the time limit; a solve that does not stop is abandoned within the grace after it
+        config = SolverConfig(time_limit_seconds=state.budget.limit(
+                                  reserve=state.finish_reserve()),
                               relative_gap=state.relative_gap, threads=state.threads,
-                              warm_start=start is not None)
+                              warm_start=start is not None,
+                              abandon_after_seconds=seconds_until(_abandon_at(state)))
         result, values = state.solver.solve(state.problem, config, start)
         state.version = result.solver_version
         state.termination = result.termination.value
@@ -552,10 +584,22 @@ class WholeModel:
             solver_bound = state.model.objective_seconds(result.best_bound)
             if solver_bound > state.bound:
                 state.bound, state.bound_source = solver_bound, "solver"
-        if values is not None:
+        if values is not None and not _abandoned_at_its_start(result, state.problem, start):
             state.offer(values, Source(Origin.SOLVE, state.formulation), {
                 "objective_seconds": state.model.objective_seconds(result.objective or 0.0),
                 "bound_seconds": state.bound, "termination": state.termination})
+
+
+def _abandoned_at_its_start(result: SolveResult, problem: MatrixProblem,
+                            start: np.ndarray | None) -> bool:
+    """Whether an abandoned solve's last solution is no better than the start it was given,
+    a held plan's: it is not decoded again, in the grace after the deadline (the
+    Llama-7B-shaped step at 4:1, load 3-7: its whole model reported only its start)."""
+    if (result.termination is not TerminationCondition.ABANDONED or start is None
+            or result.objective is None):
+        return False
+    held = float(np.asarray(problem.cost) @ start + problem.offset)
+    return result.objective >= held - 1e-9 * max(1.0, abs(held))
 
 
 APPROXIMATE_STEPS = (Baseline(), Build(), Windows(), Stretches(), WholeRelaxAndFix(),
@@ -605,9 +649,11 @@ def plan_approximate(
                     "or --mode exact")
     started = time.perf_counter()
     if budget is None:
-        budget = Budget.of(strategy.approximate_seconds if time_budget_seconds is None
-                           else time_budget_seconds,
-                           min_solve_seconds=strategy.min_solve_seconds)
+        seconds = (strategy.approximate_seconds if time_budget_seconds is None
+                   else time_budget_seconds)
+        budget = Budget.of(seconds, min_solve_seconds=strategy.min_solve_seconds,
+                           grace_seconds=strategy.grace_seconds(seconds),
+                           answer_seconds=strategy.answer_seconds, started=started)
     if fast_capacity_nbytes is not None:
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
     options = options or FormulationOptions()

@@ -58,6 +58,7 @@ from autotm_core.ilp.approximate.layout import (
     restricted_problem,
 )
 from autotm_core.ilp.incumbent import RelaxAndFix, Unrelaxed, relax_and_fix_matrix
+from autotm_core.ilp.search.budget import seconds_until
 from autotm_core.solvers.base import MatrixProblem, Solver, SolverConfig, TerminationCondition
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ class RollingPlan:
 
 def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
                  core_kernels: int, margin_kernels: int, relative_gap: float,
-                 deadline: float | None = None) -> RollingPlan | None:
+                 deadline: float | None = None,
+                 abandon_at: float | None = None) -> RollingPlan | None:
     """A feasible solution of ``problem`` (see the module docstring) by ``solver``, or ``None``.
 
     ``None`` when a slice has no solution. When ``deadline`` (a :func:`time.perf_counter`
@@ -88,6 +90,8 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
     least-occupancy state (:func:`_complete`; ``None`` if that cannot be joined up).
     The slices' row duals (:attr:`RollingPlan.row_duals`) come from a backend that
     gives them (:attr:`~autotm_core.solvers.SolverCapabilities.duals`); NaN otherwise.
+    A solve still running at ``abandon_at`` (a :func:`time.perf_counter` value) is
+    abandoned.
     """
     n = layout.n_kernels
     binary = np.asarray(problem.is_integer, dtype=bool)
@@ -110,7 +114,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
             _hold_last_slots(layout, values, m)
         piece = _slice(layout, problem, values, s=s, e=e, m=m)
         solved = _solve_slice(piece, solver, relative_gap, deadline, layout=layout,
-                              values=values, duals=duals, s=s, e=e)
+                              values=values, duals=duals, s=s, e=e, abandon_at=abandon_at)
         if solved:
             i += 1
             continue
@@ -150,14 +154,15 @@ class Revisited:
 
 def revisit(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, solver: Solver,
             core_kernels: int, relative_gap: float,
-            deadline: float | None = None) -> Revisited:
+            deadline: float | None = None, abandon_at: float | None = None) -> Revisited:
     """A second pass over the complete plan ``values``: each stretch of ``core_kernels``
     kernels planned again by relax-and-fix, everything else held at its planned values
     (the transitions out of its slots free, wherever they are: the first pass left those
     to later stretches and so could not see what keeping an activation in fast memory
     saves at its use in the backward pass). A stretch's new plan is kept when it is
     better; each kept plan is feasible for the whole model, so the pass never makes the
-    plan worse. Stops at ``deadline``.
+    plan worse. Stops at ``deadline``; a solve still running at ``abandon_at`` is
+    abandoned.
     """
     values = np.array(values, dtype=np.float64)
     cost = np.asarray(problem.cost, dtype=np.float64)
@@ -172,7 +177,8 @@ def revisit(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, 
                 return Revisited(values=values, improved=improved, revisited=revisited)
             piece = _slice(layout, problem, values, s=s, e=e, m=e, again=True)
             found = relax_and_fix_matrix(piece.sub, solver=solver, time_limit_seconds=left,
-                                         relative_gap=relative_gap, threads=1)
+                                         relative_gap=relative_gap, threads=1,
+                                         abandon_at=abandon_at)
             if not isinstance(found, RelaxAndFix):
                 continue
             revisited += 1
@@ -189,12 +195,12 @@ def revisit(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, 
 
 def _solve_slice(piece: _Slice, solver: Solver, relative_gap: float, deadline: float | None, *,
                  layout: ModelLayout, values: np.ndarray, duals: np.ndarray, s: int,
-                 e: int) -> bool:
+                 e: int, abandon_at: float | None = None) -> bool:
     """Solve ``piece`` (relax-and-fix, else the slice whole) and keep its solution in
     ``values`` and ``duals``; ``False`` when it has none (or the deadline came first)."""
     found = relax_and_fix_matrix(piece.sub, solver=solver, time_limit_seconds=_left(deadline),
                                  relative_gap=relative_gap, threads=1,
-                                 duals=solver.capabilities.duals)
+                                 duals=solver.capabilities.duals, abandon_at=abandon_at)
     if isinstance(found, RelaxAndFix):
         _keep(layout, piece, found, values, duals, s=s, e=e)
         return True
@@ -205,7 +211,7 @@ def _solve_slice(piece: _Slice, solver: Solver, relative_gap: float, deadline: f
     if left is not None and left <= 0:
         return False
     config = SolverConfig(time_limit_seconds=left, relative_gap=relative_gap, threads=1,
-                          warm_start=False)
+                          warm_start=False, abandon_after_seconds=seconds_until(abandon_at))
     _, solved = solver.solve(piece.sub, config)
     if solved is None:
         return False

@@ -5,8 +5,10 @@ address-fitting round, relax-and-fix's LP and fixed MIP, retiming, windows, the
 full MIP, decoding, verification and packing. A :class:`Budget` is the only unit
 of time the search passes around: it holds the deadline, gives each solve its
 limit (a share of what remains, less the reserve kept for checking the plan
-after it), estimates a model's build from its size before it is built, and
-records the seconds of each phase so that reports can say where the time went.
+after it) and the moment its caller stops waiting for it (the deadline plus the
+call's grace, less that reserve: a solver that ignores its limit is abandoned
+then), estimates a model's build from its size before it is built, and records
+the seconds of each phase so that reports can say where the time went.
 """
 
 from __future__ import annotations
@@ -55,16 +57,28 @@ class Budget:
     """The :func:`time.perf_counter` reading by which planning should be done."""
     min_solve_seconds: float = 0.5
     """The least limit :meth:`limit` gives a solve, even past the deadline (the strategy's)."""
+    grace_seconds: float = 0.0
+    """How long past the deadline the call may end when a solver does not stop at its limit
+    (the strategy's :meth:`~autotm_core.ilp.search.Strategy.grace_seconds` of the call's
+    time limit): see :meth:`abandon_at`."""
+    answer_seconds: float = 0.0
+    """Seconds of the grace kept for making the answer after a solve is abandoned (the
+    strategy's :attr:`~autotm_core.ilp.search.Strategy.answer_seconds`)."""
     stage: str = ""
     """Prefix of the phases recorded now (the formulation being planned)."""
     shared: _Shared = attrs.field(factory=_Shared)
     """Phases and build speed, shared with every budget :meth:`part` makes."""
 
     @classmethod
-    def of(cls, seconds: float | None, *, min_solve_seconds: float = 0.5) -> Budget:
-        """A budget of ``seconds`` from now (``None``: unlimited)."""
-        return cls(None if seconds is None else time.perf_counter() + seconds,
-                   min_solve_seconds=min_solve_seconds)
+    def of(cls, seconds: float | None, *, min_solve_seconds: float = 0.5,
+           grace_seconds: float = 0.0, answer_seconds: float = 0.0,
+           started: float | None = None) -> Budget:
+        """A budget of ``seconds`` from ``started`` (a :func:`time.perf_counter` reading;
+        ``None``: now), unlimited when ``seconds`` is ``None``."""
+        start = time.perf_counter() if started is None else started
+        return cls(None if seconds is None else start + seconds,
+                   min_solve_seconds=min_solve_seconds, grace_seconds=grace_seconds,
+                   answer_seconds=answer_seconds)
 
     def remaining(self) -> float | None:
         """Seconds left (never negative); ``None`` without a deadline."""
@@ -86,6 +100,19 @@ class Budget:
             return None
         return max(self.min_solve_seconds, (remaining - reserve) * share)
 
+    def abandon_at(self, *, reserve: float = 0.0) -> float | None:
+        """When a solve started now is abandoned if it is still running, as a
+        :func:`time.perf_counter` reading (``None``: no deadline): the deadline plus
+        :attr:`grace_seconds`, less ``reserve`` seconds kept for the work after it and
+        :attr:`answer_seconds`, and no sooner than :attr:`min_solve_seconds` from now, as
+        :meth:`limit` gives a solve started late. Solves get it as
+        :attr:`~autotm_core.solvers.SolverConfig.abandon_after_seconds` (see
+        :func:`seconds_until`)."""
+        if self.deadline is None:
+            return None
+        return max(time.perf_counter() + self.min_solve_seconds,
+                   self.deadline + self.grace_seconds - self.answer_seconds - reserve)
+
     def until(self, share: float, *, reserve: float = 0.0) -> float | None:
         """The deadline of a part taking ``share`` of what remains after ``reserve``
         (``None``: no deadline)."""
@@ -98,6 +125,7 @@ class Budget:
         """A budget for a part of the work: ``share`` of what remains, recording its phases
         (under ``stage``, else this budget's) with this one's."""
         return Budget(self.until(share), min_solve_seconds=self.min_solve_seconds,
+                      grace_seconds=self.grace_seconds, answer_seconds=self.answer_seconds,
                       stage=self.stage if stage is None else stage, shared=self.shared)
 
     def allows(self, seconds: float) -> bool:
@@ -136,4 +164,10 @@ class Budget:
         return tuple(Phase(name, seconds) for name, seconds in self.shared.spent.items())
 
 
-__all__ = ["BUILD_SECONDS_PER_KERNEL", "Budget", "Phase"]
+def seconds_until(moment: float | None) -> float | None:
+    """Seconds from now until ``moment`` (a :func:`time.perf_counter` reading), at least 0;
+    ``None`` for ``None``."""
+    return None if moment is None else max(0.0, moment - time.perf_counter())
+
+
+__all__ = ["BUILD_SECONDS_PER_KERNEL", "Budget", "Phase", "seconds_until"]

@@ -32,6 +32,7 @@ from autotm_core.errors import AutotmError, NoPlanFoundError, SolverError
 from autotm_core.ilp.incumbent import RelaxAndFix
 from autotm_core.ilp.model_index import ModelIndex
 from autotm_core.ilp.options import Formulation
+from autotm_core.ilp.search.budget import seconds_until
 from autotm_core.ilp.search.events import ModelBuilt
 from autotm_core.ilp.search.runner import SearchInterrupted
 from autotm_core.ilp.search.state import SearchState
@@ -147,7 +148,8 @@ def _retime(state: ModelSearch, start: np.ndarray, share: float) -> RelaxAndFix 
 
     with state.budget.phase("retime"):
         return retime(state.model, start, solver=state.solver, relative_gap=state.relative_gap,
-                      time_limit_seconds=state.budget.limit(share, reserve=state.reserve))
+                      time_limit_seconds=state.budget.limit(share, reserve=state.reserve),
+                      abandon_at=state.budget.abandon_at(reserve=state.reserve))
 
 
 def _windows(state: ModelSearch, start: np.ndarray, share: float) -> RelaxAndFix:
@@ -162,7 +164,8 @@ def _windows(state: ModelSearch, start: np.ndarray, share: float) -> RelaxAndFix
         return improve_by_windows(state.model, start, solver=state.solver,
                                   deadline=state.budget.until(share, reserve=state.reserve),
                                   relative_gap=state.relative_gap, strategy=state.strategy,
-                                  accept=accept)
+                                  accept=accept,
+                                  abandon_at=state.budget.abandon_at(reserve=state.reserve))
 
 
 def _time_for_windows(state: ModelSearch) -> bool:
@@ -308,10 +311,12 @@ class RelaxAndFixStep:
                                   state.costs).apply(state.model.lp)
         found = relax_and_fix(state.model, solver=state.solver, relative_gap=state.relative_gap,
                               lp=reduced, time_limit_seconds=state.budget.limit(
-                                  state.strategy.relax_and_fix_share, reserve=state.reserve))
+                                  state.strategy.relax_and_fix_share, reserve=state.reserve),
+                              abandon_at=state.budget.abandon_at(reserve=state.reserve))
         if not isinstance(found, Unrelaxed):
             state.kept = found
-        elif found.termination is TerminationCondition.TIME_LIMIT:
+        elif found.termination in (TerminationCondition.TIME_LIMIT,
+                                   TerminationCondition.ABANDONED):
             state.lp_out_of_time = True
 
 
@@ -436,7 +441,9 @@ class WindowsStart:
 
 @attrs.frozen
 class FullSolve:
-    """The whole model, from the best start, for the time left less the check reserve."""
+    """The whole model, from the best start, for the time left less the check reserve; a solve
+    that does not stop is abandoned within the call's grace after it, its last reported
+    solution (else the solution kept, else its start) the answer."""
 
     name = "solve"
 
@@ -452,7 +459,9 @@ class FullSolve:
         config = SolverConfig(time_limit_seconds=state.budget.limit(reserve=state.reserve),
                               relative_gap=state.relative_gap,
                               log_to_terminal=state.log_to_terminal,
-                              warm_start=state.start is not None)
+                              warm_start=state.start is not None,
+                              abandon_after_seconds=seconds_until(
+                                  state.budget.abandon_at(reserve=state.reserve)))
         result, values = solve_program(state.model, state.solver, config, start=state.start,
                                        name=state.graph.name)
         if result.termination is TerminationCondition.INTERRUPTED and (
@@ -463,6 +472,17 @@ class FullSolve:
                 and result.termination is not TerminationCondition.INTERRUPTED:
             # the full solve lost the start it was given (time limit before it was loaded)
             result, values = attrs.evolve(kept.result, termination=result.termination), kept.values
+        elif values is None and result.termination is TerminationCondition.ABANDONED \
+                and state.start is not None:
+            # abandoned before it reported a solution: its start, a held plan's, is the answer
+            from autotm_core.solvers.base import settle_status
+
+            objective = state.model.lp.objective_value(state.start)
+            termination, status = settle_status(result.termination, has_solution=True,
+                                                objective=objective, best_bound=None)
+            result = attrs.evolve(result, termination=termination, status=status,
+                                  objective=objective, best_bound=None)
+            values = state.start
         state.result, state.values = result, values
 
 

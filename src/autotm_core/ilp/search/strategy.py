@@ -45,6 +45,22 @@ class Strategy:
     min_solve_seconds: float = attrs.field(default=0.5, validator=_positive)
     """The least time limit a solve is given, even past the deadline (a solver needs a moment
     to load the start it is offered)."""
+    min_grace_seconds: float = attrs.field(default=1.0, validator=_non_negative)
+    """A planning call with a time limit ends within the limit plus its grace: this many
+    seconds or :attr:`grace_share` of the limit, the larger (:meth:`grace_seconds`). A solve
+    still running then (less the time kept to check its plan and :attr:`answer_seconds`)
+    is abandoned with the last solution it reported. No margin on the solver's own limit
+    bounds it: HiGHS checks its limit only between some of its steps (the Llama-7B-shaped
+    step's whole model at 4:1, 861,339 nonzeros, ran 13.7 s past a 273 s limit without
+    checking it; retiming GPT-2 12 layers' start 27 s on a 9 s limit), and stops within
+    0.04-1.3 s of a cancellation when it does check (load 2-3.5)."""
+    grace_share: float = attrs.field(default=0.02, validator=_share)
+    """See :attr:`min_grace_seconds`: 6 s at a 300 s limit, of which the solve is cancelled
+    after a quarter (``solvers.highs.CANCEL_SHARE``), leaving 4.5 s to stop."""
+    answer_seconds: float = attrs.field(default=0.1, validator=_non_negative)
+    """Seconds of the grace kept, besides the time each step keeps to check its plan, for
+    making the answer after an abandoned solve (the formulation chain's outcome, the
+    approximate answer verified again): 6-17 ms at chain-8 (2 cores, load 1.5)."""
 
     # -- one model's search (ilp.planner) -----------------------------------------------------
     relax_and_fix_share: float = attrs.field(default=0.25, validator=_share)
@@ -115,7 +131,9 @@ class Strategy:
     """See :attr:`bound_reserve_seconds`."""
     finish_seconds: float = attrs.field(default=2.0, validator=_non_negative)
     """The Lagrangian bound stops this long before the budget's end (decoding, verifying and
-    simulating take about a second at 20,000 kernels)."""
+    simulating take about a second at 20,000 kernels); the whole model's solve too, or twice
+    the longest decoding seen, the longer (0.1-0.2 s at the Llama-7B-shaped step, where an
+    abandoned solve's threads ran on beside the decoding at load 3-7)."""
     lagrangian_steps: int = attrs.field(default=1000, validator=_count)
     """Most subgradient steps of the Lagrangian bound (the budget usually stops it first)."""
     full_solve_lagrangian_steps: int = attrs.field(default=100, validator=_count)
@@ -142,6 +160,13 @@ class Strategy:
     bound."""
     deflection: float = attrs.field(default=0.5, validator=_non_negative)
     """Weight of the previous subgradient in the next direction (deflected subgradient)."""
+
+    def grace_seconds(self, limit_seconds: float | None) -> float:
+        """How far past ``limit_seconds`` a planning call may end (see
+        :attr:`min_grace_seconds`; 0 without a limit)."""
+        if limit_seconds is None:
+            return 0.0
+        return max(self.min_grace_seconds, self.grace_share * limit_seconds)
 
     def stage_weight(self, formulation: Formulation, *, recompute: bool = False) -> float:
         """The weight of ``formulation``'s stage in the chain (its recomputing stage's, with
