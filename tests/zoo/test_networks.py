@@ -159,3 +159,59 @@ def test_flops_agree_with_the_op_table(spec: str) -> None:
                 kernel.flops), kernel.name
             checked += 1
     assert checked > 0
+
+
+def _forward(graph: Graph) -> list:
+    """The kernels before the loss (the forward pass)."""
+    end = next(i for i, k in enumerate(graph.kernels) if k.op == "cross_entropy")
+    return list(graph.kernels[:end])
+
+
+LAYERS = {  # network -> (a kernel, its module, how many layers the forward pass has)
+    "gpt2": ("h1.attn.q", "h.1.attn.c_attn", {"wte", "wpe", "", "ln_f", "lm_head"}),
+    "resnet50": ("layer1.0.1.conv", "layer1.0.conv1", {"conv1", "bn1", "relu", "maxpool",
+                                                       "avgpool", "fc"}),
+    "vgg19": ("block3.conv1", "features.10", {"avgpool"}),
+    "densenet264": ("block2.layer3.2.conv", "features.denseblock2.3.conv2", set()),
+    "inception_v4": ("inception_a1.b1.0.conv", "features.7.branch1.0.conv",
+                     {"global_pool", "last_linear"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_forward_kernels_carry_torch_module_paths(small: dict[str, Graph], name: str) -> None:
+    from autotm_core.ir import layer_of
+
+    graph = small[name]
+    kernel, module, unnumbered = LAYERS[name]
+    assert graph.kernel(kernel).module == module
+    forward = _forward(graph)
+    layers = {layer_of(k.module) for k in forward}
+    numbered = {layer for layer in layers if any(p.isdigit() for p in layer.split("."))}
+    assert unnumbered <= layers - numbered
+    # every backward kernel of a forward kernel carries its module
+    for k in forward:
+        back = [b for b in graph.kernels if b.name.startswith(f"{k.name}.backward")]
+        assert all(b.module == k.module for b in back)
+    # the loss, gradient sums and the update belong to no module
+    assert all(k.module == "" for k in graph.kernels
+               if k.op.endswith("_update") or ".grad_add" in k.name or k.op.startswith("cross"))
+
+
+def test_layers_of_the_zoo_are_blocks() -> None:
+    from autotm_core.ir import layer_of
+
+    gpt = build_network("gpt2:batch=1,seq=16,layers=3,width=64,heads=4,vocab=100")
+    blocks = {layer_of(k.module) for k in _forward(gpt) if k.module.startswith("h.")}
+    assert blocks == {"h.0", "h.1", "h.2"}
+    assert {k.module for k in _forward(gpt) if layer_of(k.module) == "h.2"} >= {
+        "h.2", "h.2.ln_1", "h.2.attn", "h.2.attn.c_attn", "h.2.mlp.c_fc"}
+    resnet = build_network("resnet50:image=32")
+    assert sum(1 for layer in {layer_of(k.module) for k in _forward(resnet)}
+               if layer.startswith("layer")) == 16
+    assert resnet.kernel("layer2.0.downsample.conv").module == "layer2.0.downsample.0"
+    vgg = build_network("vgg19:image=32,dropout=true")
+    assert [vgg.kernel(n).module for n in ("block1.conv1", "block1.relu1", "block1.pool",
+                                           "fc1", "fc1.dropout", "fc3")] == [
+        "features.0", "features.1", "features.4", "classifier.0", "classifier.2",
+        "classifier.6"]

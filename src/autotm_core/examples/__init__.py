@@ -10,6 +10,10 @@
     A synthetic training step of ``N`` layers (``3 N + 1`` kernels): every
     forward activation lives until its backward use, as in real training. Its
     sizes vary from layer to layer deterministically; used by benchmarks.
+
+The kernels of ``mlp`` and ``cnn`` carry module paths (``layers.0.fc``, ``blocks.1.conv``,
+``fc``): one layer per hidden layer or convolution block for
+:func:`autotm_core.ir.layer_of`. ``chain-N`` carries none.
 """
 
 from __future__ import annotations

@@ -23,10 +23,11 @@ def mlp(batch: int = 64, widths: tuple[int, ...] = (784, 1024, 1024, 512, 10)) -
         params.append((w, bias))
         z = b.tensor(f"z{i}", shape=(batch, fan_out), dtype=_F32)
         b.kernel(f"linear{i}", op="linear", inputs=[h, w, bias], outputs=[z],
-                 flops=2 * batch * fan_in * fan_out)
+                 flops=2 * batch * fan_in * fan_out, module=f"layers.{i}.fc")
         if i < layers - 1:
             a = b.tensor(f"a{i}", shape=(batch, fan_out), dtype=_F32)
-            b.kernel(f"relu{i}", op="relu", inputs=[z], outputs=[a], flops=batch * fan_out)
+            b.kernel(f"relu{i}", op="relu", inputs=[z], outputs=[a], flops=batch * fan_out,
+                     module=f"layers.{i}.act")
             saved.append((h, z))
             h = a
         else:
@@ -46,7 +47,7 @@ def mlp(batch: int = 64, widths: tuple[int, ...] = (784, 1024, 1024, 512, 10)) -
             dz = b.tensor(f"grad_z{i}", shape=(batch, fan_out), dtype=_F32,
                           kind=TensorKind.GRADIENT)
             b.kernel(f"relu{i}_backward", op="relu_backward", inputs=[grad, pre_activation],
-                     outputs=[dz], flops=batch * fan_out)
+                     outputs=[dz], flops=batch * fan_out, module=f"layers.{i}.act")
             grad = dz
         w, bias = params[i]
         dw = b.tensor(f"grad_w{i}", shape=(fan_in, fan_out), dtype=_F32, kind=TensorKind.GRADIENT)
@@ -57,7 +58,7 @@ def mlp(batch: int = 64, widths: tuple[int, ...] = (784, 1024, 1024, 512, 10)) -
                           kind=TensorKind.GRADIENT)
             outputs.append(dx)
         b.kernel(f"linear{i}_backward", op="linear_backward", inputs=[grad, layer_input, w],
-                 outputs=outputs, flops=4 * batch * fan_in * fan_out)
+                 outputs=outputs, flops=4 * batch * fan_in * fan_out, module=f"layers.{i}.fc")
         grads.append((dw, db))
         if i > 0:
             grad = dx
@@ -76,7 +77,7 @@ def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64
                  kind=TensorKind.INPUT)
     labels = b.tensor("labels", shape=(batch,), dtype="int64", kind=TensorKind.INPUT)
     params: list[str] = []
-    tape: list[tuple[str, str, tuple[str, ...], tuple[str, ...], float]] = []
+    tape: list[tuple[str, str, tuple[str, ...], tuple[str, ...], float, str]] = []
     h, size = x, image
     for i in range(len(channels) - 1):
         cin, cout = channels[i], channels[i + 1]
@@ -89,30 +90,33 @@ def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64
         conv_flops = 2.0 * batch * cout * size * size * cin * 9
         c = b.tensor(f"conv{i}.out", shape=shape, dtype=_F32)
         b.kernel(f"conv{i}", op="conv2d", inputs=[h, w], outputs=[c], flops=conv_flops,
-                 workspace_nbytes=cin * 9 * size * size * 4)
+                 workspace_nbytes=cin * 9 * size * size * 4, module=f"blocks.{i}.conv")
         n = b.tensor(f"bn{i}.out", shape=shape, dtype=_F32)
         b.kernel(f"bn{i}", op="batch_norm", inputs=[c, gamma, beta], outputs=[n],
-                 flops=8.0 * batch * cout * size * size)
+                 flops=8.0 * batch * cout * size * size, module=f"blocks.{i}.bn")
         r = b.tensor(f"relu{i}.out", shape=shape, dtype=_F32)
         b.kernel(f"relu{i}", op="relu", inputs=[n], outputs=[r],
-                 flops=1.0 * batch * cout * size * size)
+                 flops=1.0 * batch * cout * size * size, module=f"blocks.{i}.relu")
         size //= 2
         p = b.tensor(f"pool{i}.out", shape=(batch, cout, size, size), dtype=_F32)
         b.kernel(f"pool{i}", op="max_pool2d", inputs=[r], outputs=[p],
-                 flops=4.0 * batch * cout * size * size)
+                 flops=4.0 * batch * cout * size * size, module=f"blocks.{i}.pool")
         tape += [  # forward order; the backward pass walks it in reverse
-            (f"conv{i}", "conv2d_backward", (h, w), (w,), 2 * conv_flops),
+            (f"conv{i}", "conv2d_backward", (h, w), (w,), 2 * conv_flops, f"blocks.{i}.conv"),
             (f"bn{i}", "batch_norm_backward", (c, gamma), (gamma, beta),
-             12.0 * batch * cout * 4 * size * size),
-            (f"relu{i}", "relu_backward", (n,), (), 1.0 * batch * cout * 4 * size * size),
-            (f"pool{i}", "max_pool2d_backward", (r,), (), 4.0 * batch * cout * size * size),
+             12.0 * batch * cout * 4 * size * size, f"blocks.{i}.bn"),
+            (f"relu{i}", "relu_backward", (n,), (), 1.0 * batch * cout * 4 * size * size,
+             f"blocks.{i}.relu"),
+            (f"pool{i}", "max_pool2d_backward", (r,), (), 4.0 * batch * cout * size * size,
+             f"blocks.{i}.pool"),
         ]
         h = p
     features = channels[-1] * size * size
     fc = b.tensor("fc.weight", shape=(features, 10), dtype=_F32, kind=TensorKind.PARAMETER)
     params.append(fc)
     logits = b.tensor("logits", shape=(batch, 10), dtype=_F32)
-    b.kernel("fc", op="linear", inputs=[h, fc], outputs=[logits], flops=2.0 * batch * features * 10)
+    b.kernel("fc", op="linear", inputs=[h, fc], outputs=[logits], flops=2.0 * batch * features * 10,
+             module="fc")
     loss = b.tensor("loss", shape=(), dtype=_F32, kind=TensorKind.OUTPUT)
     b.kernel("cross_entropy", op="cross_entropy", inputs=[logits, labels], outputs=[loss],
              flops=50.0 * batch)
@@ -122,10 +126,10 @@ def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64
     grad_fc = b.tensor("grad.fc.weight", nbytes=b.nbytes(fc), kind=TensorKind.GRADIENT)
     grad_h = b.tensor(f"grad.{h}", nbytes=b.nbytes(h), kind=TensorKind.GRADIENT)
     b.kernel("fc_backward", op="linear_backward", inputs=[grad, h, fc], outputs=[grad_fc, grad_h],
-             flops=4.0 * batch * features * 10)
+             flops=4.0 * batch * features * 10, module="fc")
     grad = grad_h
     param_grads = {fc: grad_fc}
-    for name, op, saved, weights, flops in reversed(tape):
+    for name, op, saved, weights, flops, module in reversed(tape):
         source_input = saved[0]
         outputs = [f"grad.{name}.{wt}" for wt in weights]
         for wt, g in zip(weights, outputs, strict=True):
@@ -136,7 +140,7 @@ def cnn(batch: int = 32, image: int = 32, channels: tuple[int, ...] = (3, 32, 64
                           kind=TensorKind.GRADIENT)
             outputs.append(gi)
         b.kernel(f"{name}_backward", op=op, inputs=[grad, *saved],
-                 outputs=outputs, flops=flops)
+                 outputs=outputs, flops=flops, module=module)
         if source_input != x:
             grad = gi
     for p in params:

@@ -9,6 +9,10 @@ FLOPs). Attention is either unfused (``attention="unfused"``, the default: a
 batched matmul for the scaled scores, a causal softmax, a batched matmul with
 the values; the S x S probabilities are stored) or one FlashAttention-style
 kernel (``attention="fused"``). The loss is cross-entropy over every position.
+
+Kernels carry the module paths of Hugging Face's ``GPT2Model`` (``wte``, ``h.3.attn.c_attn``,
+``h.3.mlp.c_fc``, ``ln_f``) and ``lm_head``; the residual adds belong to the block
+(``h.3``), so :func:`~autotm_core.ir.layer_of` gives one layer per block.
 """
 
 from __future__ import annotations
@@ -23,31 +27,45 @@ ATTENTION_KINDS = ("unfused", "fused")
 
 
 def _attention(t: Tape, h: Value, heads: int, kind: str, dropout: bool, *, name: str) -> Value:
-    q = L.linear(t, h, h.shape[-1], name=f"{name}.q")
-    k = L.linear(t, h, h.shape[-1], name=f"{name}.k")
-    v = L.linear(t, h, h.shape[-1], name=f"{name}.v")
+    with t.module("c_attn"):
+        q = L.linear(t, h, h.shape[-1], name=f"{name}.q")
+        k = L.linear(t, h, h.shape[-1], name=f"{name}.k")
+        v = L.linear(t, h, h.shape[-1], name=f"{name}.v")
     if kind == "fused":
         return L.fused_attention(t, q, k, v, heads, name=f"{name}.attention")
     scores = L.attention_scores(t, q, k, heads, name=f"{name}.scores")
     probs = L.softmax(t, scores, causal=True, name=f"{name}.softmax")
     if dropout:
-        probs = L.dropout(t, probs, name=f"{name}.attn_dropout")
+        with t.module("attn_dropout"):
+            probs = L.dropout(t, probs, name=f"{name}.attn_dropout")
     return L.attention_context(t, probs, v, name=f"{name}.context")
 
 
 def _block(t: Tape, h: Value, heads: int, kind: str, dropout: bool, *, name: str) -> Value:
-    a = L.layer_norm(t, h, name=f"{name}.ln_1")
-    a = _attention(t, a, heads, kind, dropout, name=f"{name}.attn")
-    a = L.linear(t, a, h.shape[-1], name=f"{name}.attn.proj")
-    if dropout:
-        a = L.dropout(t, a, name=f"{name}.attn.dropout")
+    """One block, its kernels under Hugging Face's GPT-2 module names (``ln_1``,
+    ``attn.c_attn``, ``attn.c_proj``, ``mlp.c_fc``, ...) below the block's own module."""
+    with t.module("ln_1"):
+        a = L.layer_norm(t, h, name=f"{name}.ln_1")
+    with t.module("attn"):
+        a = _attention(t, a, heads, kind, dropout, name=f"{name}.attn")
+        with t.module("c_proj"):
+            a = L.linear(t, a, h.shape[-1], name=f"{name}.attn.proj")
+        if dropout:
+            with t.module("resid_dropout"):
+                a = L.dropout(t, a, name=f"{name}.attn.dropout")
     h = L.add(t, h, a, name=f"{name}.residual_1")
-    m = L.layer_norm(t, h, name=f"{name}.ln_2")
-    m = L.linear(t, m, 4 * h.shape[-1], name=f"{name}.mlp.fc1")
-    m = L.gelu(t, m, name=f"{name}.mlp.gelu")
-    m = L.linear(t, m, h.shape[-1], name=f"{name}.mlp.fc2")
-    if dropout:
-        m = L.dropout(t, m, name=f"{name}.mlp.dropout")
+    with t.module("ln_2"):
+        m = L.layer_norm(t, h, name=f"{name}.ln_2")
+    with t.module("mlp"):
+        with t.module("c_fc"):
+            m = L.linear(t, m, 4 * h.shape[-1], name=f"{name}.mlp.fc1")
+        with t.module("act"):
+            m = L.gelu(t, m, name=f"{name}.mlp.gelu")
+        with t.module("c_proj"):
+            m = L.linear(t, m, h.shape[-1], name=f"{name}.mlp.fc2")
+        if dropout:
+            with t.module("dropout"):
+                m = L.dropout(t, m, name=f"{name}.mlp.dropout")
     return L.add(t, h, m, name=f"{name}.residual_2")
 
 
@@ -75,15 +93,21 @@ def gpt2(*, batch: int = 1, seq: int = 1024, layers: int = 12, width: int = 768,
     ids = t.input("tokens", (batch, seq), dtype="int64")
     labels = t.input("labels", (batch, seq), dtype="int64")
     where = t.constant("positions", (seq,), dtype="int64")
-    tokens = L.embedding(t, ids, vocab, width, name="wte")
-    place = L.embedding(t, where, positions, width, name="wpe")
+    with t.module("wte"):
+        tokens = L.embedding(t, ids, vocab, width, name="wte")
+    with t.module("wpe"):
+        place = L.embedding(t, where, positions, width, name="wpe")
     h = L.add(t, tokens, place, name="embed")
     if dropout:
-        h = L.dropout(t, h, name="embed.dropout")
+        with t.module("drop"):
+            h = L.dropout(t, h, name="embed.dropout")
     for i in range(layers):
-        h = _block(t, h, heads, attention, dropout, name=f"h{i}")
-    h = L.layer_norm(t, h, name="ln_f")
+        with t.module(f"h.{i}"):
+            h = _block(t, h, heads, attention, dropout, name=f"h{i}")
+    with t.module("ln_f"):
+        h = L.layer_norm(t, h, name="ln_f")
     wte = t.parameter_named("wte.weight")
-    logits = L.linear(t, h, vocab, bias=False, weight=wte, name="lm_head")
+    with t.module("lm_head"):
+        logits = L.linear(t, h, vocab, bias=False, weight=wte, name="lm_head")
     t.loss(logits, labels)
     return t.finish(optimizer=optimizer)

@@ -211,20 +211,33 @@ def concat(t: Tape, xs: Sequence[Value], *, name: str, axis: int = 1) -> Value:
                                 flops_per_element("concat_backward"))])
 
 
-def stem(t: Tape, x: Value, channels: int, *, name: str = "stem") -> Value:
-    """The stem of ResNets and DenseNets: 7x7/2 convolution, batch-norm, ReLU, 3x3/2 max pool."""
-    x = conv2d(t, x, channels, 7, stride=2, padding=3, name=f"{name}.conv")
-    x = batch_norm(t, x, name=f"{name}.bn")
-    x = relu(t, x, name=f"{name}.relu")
-    return max_pool2d(t, x, 3, stride=2, padding=1, name=f"{name}.pool")
+def stem(t: Tape, x: Value, channels: int, *, name: str = "stem",
+         modules: tuple[str, str, str, str] = ("conv1", "bn1", "relu", "maxpool")) -> Value:
+    """The stem of ResNets and DenseNets: 7x7/2 convolution, batch-norm, ReLU, 3x3/2 max pool;
+    ``modules`` name their torch modules (torchvision ResNet's by default)."""
+    conv, bn, act, pool = modules
+    with t.module(conv):
+        x = conv2d(t, x, channels, 7, stride=2, padding=3, name=f"{name}.conv")
+    with t.module(bn):
+        x = batch_norm(t, x, name=f"{name}.bn")
+    with t.module(act):
+        x = relu(t, x, name=f"{name}.relu")
+    with t.module(pool):
+        return max_pool2d(t, x, 3, stride=2, padding=1, name=f"{name}.pool")
 
 
-def classifier(t: Tape, x: Value, classes: int, *, with_dropout: bool = False) -> Value:
-    """The logits of a CNN's head: global average pool, dropout if asked, linear to ``classes``."""
-    x = global_avg_pool(t, x, name="avgpool")
+def classifier(t: Tape, x: Value, classes: int, *, with_dropout: bool = False,
+               modules: tuple[str, str, str] = ("avgpool", "dropout", "fc")) -> Value:
+    """The logits of a CNN's head: global average pool, dropout if asked, linear to ``classes``;
+    ``modules`` name the pool's, the dropout's and the linear layer's torch modules."""
+    pool, drop, fc = modules
+    with t.module(pool):
+        x = global_avg_pool(t, x, name="avgpool")
     if with_dropout:
-        x = dropout(t, x, name="dropout")
-    return linear(t, x, classes, name="fc")
+        with t.module(drop):
+            x = dropout(t, x, name="dropout")
+    with t.module(fc):
+        return linear(t, x, classes, name="fc")
 
 
 def view(x: Value, shape: Sequence[int]) -> Value:

@@ -10,13 +10,20 @@ residual branch, a concatenated feature map, a tied embedding) gets its
 contributions summed by ``add`` kernels. Finally one update kernel per
 parameter applies the optimizer (SGD, SGD with momentum or Adam, whose state
 tensors are real ``OPTIMIZER_STATE`` tensors).
+
+Networks say which module each forward kernel is called from, as a torch module path
+(``h.3.attn``, ``layer1.0.conv1``, ``features.12``), by recording inside
+:meth:`Tape.module` blocks; a kernel's :attr:`~autotm_core.ir.Kernel.module` is where
+:func:`~autotm_core.ir.layer_of` finds its layer. Backward kernels carry their forward
+kernel's module; the loss, gradient sums and the update carry none (``""``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 
@@ -111,6 +118,7 @@ class _Step:
     output: str
     grads: tuple[Grad, ...]
     passthrough: tuple[str, ...]
+    module: str
 
 
 class Tape:
@@ -131,6 +139,25 @@ class Tape:
         self._requires_grad: set[str] = set()
         self._loss_grad: tuple[str, str] | None = None
         self._accumulations = 0
+        self._scope: list[str] = []
+
+    # -- modules --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def module(self, path: str) -> Iterator[None]:
+        """Forward kernels recorded inside are called from module ``path``, relative to the
+        enclosing block's: ``with t.module("h.3"): with t.module("attn"): ...`` records them
+        under ``"h.3.attn"``."""
+        self._scope.append(path)
+        try:
+            yield
+        finally:
+            self._scope.pop()
+
+    @property
+    def current_module(self) -> str:
+        """The module path forward kernels are recorded under now (``""``: none)."""
+        return ".".join(part for part in self._scope if part)
 
     # -- declarations -------------------------------------------------------------
 
@@ -198,10 +225,12 @@ class Tape:
         extra = [self._declare(f"{name}.{suffix}", s, d, TensorKind.ACTIVATION).name
                  for suffix, s, d in saved]
         reads = list(dict.fromkeys([v.name for v in inputs] + [p.name for p in params]))
-        self._b.kernel(name, op=op, inputs=reads, outputs=[out.name, *extra], flops=float(flops))
+        module = self.current_module
+        self._b.kernel(name, op=op, inputs=reads, outputs=[out.name, *extra], flops=float(flops),
+                       module=module)
         if any(r in self._requires_grad for r in reads):
             self._requires_grad.add(name)
-            self._steps.append(_Step(name, name, tuple(grads), tuple(passthrough)))
+            self._steps.append(_Step(name, name, tuple(grads), tuple(passthrough), module))
         return out
 
     def loss(self, logits: Value, labels: Value, *, name: str = "loss") -> Value:
@@ -266,7 +295,7 @@ class Tape:
                                           else f"{w}.grad") for w in wrt]
                 flops = g.flops * len(wrt) / len(g.wrt) if len(wrt) < len(g.wrt) else g.flops
                 self._b.kernel(f"{step.name}.{g.suffix}", op=g.op, inputs=[dy, *g.reads],
-                               outputs=outs, flops=float(flops))
+                               outputs=outs, flops=float(flops), module=step.module)
                 for w, out in zip(wrt, outs, strict=True):
                     self._accumulate(grads, w, out)
         self._update(grads, optimizer)

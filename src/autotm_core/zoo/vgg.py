@@ -5,10 +5,14 @@ batch-norm; 2x2 max pooling between blocks; classifier 25088-4096-4096-classes
 with ReLU (and dropout when ``dropout`` is set, as torchvision). When the last
 feature map is not 7x7 (images other than 224x224) an adaptive average pool
 brings it to 7x7 first, as torchvision does, so the parameter count never
-depends on the image size.
+depends on the image size. Kernels carry torchvision's module paths: ``features.N`` (N counts
+convolutions, ReLUs and pools in order), ``avgpool``, ``classifier.N``; each is its own layer
+for :func:`~autotm_core.ir.layer_of`, as in torchvision's ``nn.Sequential``.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from autotm_core.ir import Graph
 from autotm_core.zoo import layers as L
@@ -47,19 +51,28 @@ def vgg(blocks: tuple[tuple[int, ...], ...], *, name: str, batch: int = 1, image
     check_positive(name, batch=batch, image=image, classes=classes)
     t = Tape(name, dtype=dtype)
     x, labels = L.image_inputs(t, batch=batch, image=image)
+    feature = itertools.count()  # torchvision's index in ``features``
     for b, block in enumerate(blocks, start=1):
         for i, channels in enumerate(block, start=1):
-            x = L.conv2d(t, x, channels, 3, padding=1, bias=True, name=f"block{b}.conv{i}")
-            x = L.relu(t, x, name=f"block{b}.relu{i}")
-        x = L.max_pool2d(t, x, 2, name=f"block{b}.pool")
+            with t.module(f"features.{next(feature)}"):
+                x = L.conv2d(t, x, channels, 3, padding=1, bias=True, name=f"block{b}.conv{i}")
+            with t.module(f"features.{next(feature)}"):
+                x = L.relu(t, x, name=f"block{b}.relu{i}")
+        with t.module(f"features.{next(feature)}"):
+            x = L.max_pool2d(t, x, 2, name=f"block{b}.pool")
     if x.shape[2:] != (7, 7):
-        x = L.adaptive_avg_pool2d(t, x, 7, name="avgpool")
+        with t.module("avgpool"):
+            x = L.adaptive_avg_pool2d(t, x, 7, name="avgpool")
     x = L.view(x, (batch, x.numel // batch))
     for i, width in enumerate((4096, 4096), start=1):
-        x = L.linear(t, x, width, name=f"fc{i}")
-        x = L.relu(t, x, name=f"fc{i}.relu")
+        with t.module(f"classifier.{3 * i - 3}"):
+            x = L.linear(t, x, width, name=f"fc{i}")
+        with t.module(f"classifier.{3 * i - 2}"):
+            x = L.relu(t, x, name=f"fc{i}.relu")
         if dropout:
-            x = L.dropout(t, x, name=f"fc{i}.dropout")
-    logits = L.linear(t, x, classes, name="fc3")
+            with t.module(f"classifier.{3 * i - 1}"):
+                x = L.dropout(t, x, name=f"fc{i}.dropout")
+    with t.module("classifier.6"):
+        logits = L.linear(t, x, classes, name="fc3")
     t.loss(logits, labels)
     return t.finish(optimizer=optimizer)
