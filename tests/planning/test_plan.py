@@ -29,7 +29,9 @@ def problem():  # type: ignore[no-untyped-def]
 
 def test_one_registry_of_planners() -> None:
     assert ILP_PLANNERS == ("static", "synchronous", "asynchronous")
-    assert set(BASELINE_PLANNERS) == {"all-fast", "all-slow", "first-touch", "2lm", "greedy"}
+    assert set(BASELINE_PLANNERS) == {"all-fast", "all-slow", "first-touch", "2lm", "greedy",
+                                      "checkpoint-layers", "offload-activations",
+                                      "recompute-only"}
     assert set(COMPARED_BASELINES) <= set(BASELINE_PLANNERS)
     assert all(PLANNERS[n].formulation is not None for n in ILP_PLANNERS)
     with pytest.raises(UsageError, match="no planner called 'fastest'") as info:
@@ -44,12 +46,24 @@ def chain_problem():  # type: ignore[no-untyped-def]
     return load_problem("example:chain-3", "optane-2019", limit="4:1")
 
 
+@pytest.fixture(scope="module")
+def hand_problem():  # type: ignore[no-untyped-def]
+    """example:cnn with 90% of its peak in fast memory: what the recompute and offload
+    baselines fit (at 4:1 none of them does)."""
+    return load_problem("example:cnn", "optane-2019", limit="1:9")
+
+
+HAND = ("checkpoint-layers", "offload-activations", "recompute-only")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [n for n in PLANNERS if n != "all-fast"])
-def test_every_planner_gives_a_verified_simulated_outcome(problem, chain_problem,  # type: ignore[no-untyped-def]
+def test_every_planner_gives_a_verified_simulated_outcome(problem, chain_problem, hand_problem,  # type: ignore[no-untyped-def]
                                                           name: str) -> None:
     if name == "asynchronous":
         problem = chain_problem
+    if name in HAND:
+        problem = hand_problem
     outcome = plan(problem, name, PlanSettings(time_limit_seconds=30))
     if name == "asynchronous":
         assert outcome.plan.moves, "an asynchronous plan that moves nothing"

@@ -1,4 +1,6 @@
-"""Baselines every planner is compared with: all-fast, all-slow, first-touch, 2LM, greedy.
+"""Baselines every planner is compared with: all-fast, all-slow, first-touch, 2LM, greedy, and
+what practitioners do by hand when a model does not fit: checkpoint every layer, offload the
+saved activations, recompute the cheapest activations that make it fit.
 
 Each is a function ``(graph, system, *, fast_capacity_nbytes, costs=None, **options) -> Plan``
 whose plan passes :func:`autotm_core.plans.verify.check_plan` against the system
@@ -18,8 +20,11 @@ from typing import Any
 
 from autotm_core.baselines.all_fast import all_fast
 from autotm_core.baselines.all_slow import all_slow
+from autotm_core.baselines.checkpoint_layers import checkpoint_layers
 from autotm_core.baselines.first_touch import first_touch
 from autotm_core.baselines.greedy import greedy
+from autotm_core.baselines.offload_activations import offload_activations
+from autotm_core.baselines.recompute_only import recompute_only
 from autotm_core.baselines.two_level import (
     CacheResult,
     cache_model,
@@ -37,6 +42,9 @@ BASELINES: dict[str, Callable[..., Plan]] = {
     "first-touch": first_touch,
     "2lm": two_level_memory,
     "greedy": greedy,
+    "checkpoint-layers": checkpoint_layers,
+    "offload-activations": offload_activations,
+    "recompute-only": recompute_only,
 }
 """Baseline name -> planner function."""
 
@@ -66,8 +74,11 @@ __all__ = [
     "all_fast",
     "all_slow",
     "cache_model",
+    "checkpoint_layers",
     "first_touch",
     "greedy",
+    "offload_activations",
+    "recompute_only",
     "run_baseline",
     "two_level_memory",
     "two_level_plan",

@@ -23,15 +23,19 @@ planner, each tensor kind's share of the time added over all in fast memory and 
 in the fastest pool (--json: the whole breakdown by kind of each plan)."""
 """What ``compare --help`` says the command does."""
 
+DEFAULT_PLANNERS = ("static,synchronous,first-touch,greedy,2lm,checkpoint-layers,"
+                    "offload-activations,recompute-only")
+"""The planners ``compare`` plans when ``--planners`` is not given."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(subparsers, "compare", DESCRIPTION,
                          help='planners, solvers and baselines side by side on one graph and limit')
     add_point(parser, limit_required=True)
     add_ilp_options(parser, time_limit=60.0, solver=False)
-    parser.add_argument("--planners", default="static,synchronous,first-touch,greedy,2lm",
-                        metavar="LIST", help="ILP formulations and baselines, comma-separated "
-                        "(default static,synchronous,first-touch,greedy,2lm)")
+    parser.add_argument("--planners", default=DEFAULT_PLANNERS, metavar="LIST",
+                        help="ILP formulations and baselines, comma-separated "
+                        f"(default {DEFAULT_PLANNERS})")
     parser.add_argument("--solvers", default="highs", metavar="LIST",
                         help="ILP solvers to compare, comma-separated (default highs)")
     add_insist(parser)

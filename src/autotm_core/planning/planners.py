@@ -25,7 +25,8 @@ class PlannerKind(enum.Enum):
     ILP = "ilp"
     """By integer linear programming, with one of AutoTM's formulations."""
     BASELINE = "baseline"
-    """By a fixed rule (first-touch, 2LM, greedy, all in one pool)."""
+    """By a fixed rule (first-touch, 2LM, greedy, all in one pool, checkpointing,
+    offloading, recomputing)."""
 
 
 @attrs.frozen
@@ -58,6 +59,11 @@ _BASELINE_WORDS = {
     "first-touch": "first-touch NUMA: fast pool until full, then slow; no moves",
     "2lm": "the fast pool as a hardware cache in front of the slow pool (Memory Mode)",
     "greedy": "a greedy heuristic that moves tensors",
+    "checkpoint-layers": "recompute every layer in backward, as gradient checkpointing does",
+    "offload-activations": "saved activations copied out in forward, reloaded in backward "
+                           "(torchtune)",
+    "recompute-only": "the cheapest recomputation that fits, no moves "
+                      "(torch's activation memory budget)",
 }
 
 PLANNERS: Mapping[str, Planner] = {
@@ -70,7 +76,8 @@ ILP_PLANNERS = tuple(name for name, p in PLANNERS.items() if p.is_ilp)
 """Names of the ILP planners."""
 BASELINE_PLANNERS = tuple(name for name, p in PLANNERS.items() if not p.is_ilp)
 """Names of the baselines."""
-COMPARED_BASELINES = ("greedy", "first-touch", "2lm", "all-slow")
+COMPARED_BASELINES = ("greedy", "first-touch", "2lm", "all-slow", "checkpoint-layers",
+                      "offload-activations", "recompute-only")
 """Baselines every ILP plan is compared with, when each can exist at the limit."""
 
 

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from autotm_core.ir import TensorKind
 from autotm_core.planning.breakdown import KindBreakdown, KindUse, MoveDirection
-from autotm_core.report.tables import words_table
+from autotm_core.report.tables import column_groups, words_table
 from autotm_core.units import format_bytes, format_seconds
 
 KINDS_NOTE = ("in a pool: bytes of the kind that spend some of the step there; moved: copied "
@@ -87,12 +87,20 @@ def render_kinds_by_planner(planners: Sequence[str], breakdowns: Sequence[KindBr
         shares.append(share_row)
         kept.append(kept_row)
     plain = [escape(p) for p in columns]
+
+    def tables(rows: list[list[str]]) -> list[RenderableType]:
+        """As many tables as the planners need to fit ``width``, each naming the kinds."""
+        return [words_table("", [plain[c] for c in group], [[row[c] for c in group]
+                                                           for row in rows],
+                            width=width, left=("kind",))
+                for group in column_groups(plain, [*shares, *kept], width=width)]
+
     # headings as lines of their own: a table's title would wrap to the table's width
     return Group(
         "share of the time added over all-fast, by tensor kind",
-        words_table("", plain, shares, width=width, left=("kind",)),
+        *tables(shares),
         f"bytes of each kind that spend some of the step in {escape(fastest)}",
-        words_table("", plain, kept, width=width, left=("kind",)),
+        *tables(kept),
     )
 
 

@@ -63,3 +63,26 @@ def words_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
     for r, row in enumerate(rows):
         table.add_row(*row, style=styles[r] if r < len(styles) else "")
     return table
+
+
+def column_groups(columns: Sequence[str], rows: Sequence[Sequence[str]], *, width: int = 80,
+                  keep: int = 1) -> list[list[int]]:
+    """The columns split into groups, each of which fits ``width`` with every word whole
+    (:func:`words_table`), the first ``keep`` columns (the rows' names) in every group; one
+    group when they all fit together. A column too wide to share a table goes alone."""
+    from rich.text import Text
+
+    plain = [[Text.from_markup(cell).plain for cell in row] for row in rows]
+    need = [max([len(w) for w in columns[c].split()]
+                + [len(w) for row in plain for w in atoms(row[c])] or [1])
+            for c in range(len(columns))]
+    fixed = sum(need[:keep]) + 2 * keep
+    groups: list[list[int]] = []
+    used = width
+    for c in range(keep, len(columns)):
+        if used + need[c] + 2 > width and (not groups or len(groups[-1]) > keep):
+            groups.append(list(range(keep)))
+            used = fixed
+        groups[-1].append(c)
+        used += need[c] + 2
+    return groups or [list(range(len(columns)))]

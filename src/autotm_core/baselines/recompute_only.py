@@ -1,0 +1,292 @@
+"""The cheapest recomputation that fits, with no moves: what torch's min-cut partitioner
+chooses under ``activation_memory_budget`` (a knapsack over what to recompute, solved
+greedily by its ``"greedy"`` solver).
+
+Every tensor stays in the fastest pool it may live in for its whole life, except the saved
+activations (:mod:`.saved`) this baseline drops. An *option* is a forward kernel that may
+run again (:func:`.rerun_plan.may_rerun`): dropping each of its outputs that is a saved,
+recomputable activation with a gap, from its last forward use to the boundary before the
+first backward use of any of them, where one rerun of the kernel restores them all. A
+value the rerun reads that is not in the fastest pool at that boundary (it died in the
+forward pass, or is dropped there) is recomputed first by a rerun of its own producer at
+the same boundary, and so on back (a chain, as the partitioner recomputes from saved
+inputs); the option's cost is the time of the reruns it adds, each with every tensor in the
+fastest pool (:func:`~autotm_core.costs.model.rerun_seconds`).
+
+While some half step holds more than the fastest pool's limit, among the options whose
+gaps cover the worst one, that can be had beside those taken (each input of a rerun
+unchanged since the kernel ran; a rerun taken that reads a value the option drops where it
+is no longer held has that value's producer run again there first, at the option's cost)
+and that, with their reruns' workspaces and other outputs at their boundaries, lower the
+peak or the number of half steps over the limit, the one with the fewest rerun seconds per
+byte it frees there is taken. Then each option taken is left out again, the costliest
+first, wherever the others (taken again in order) still fit without it. When no option
+lowers an overfull half step, :class:`CapacityError` says where and by how much: this search
+finds no recomputation alone that fits the step (the other baselines raise the same).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from autotm_core.arrays import IntArray
+from autotm_core.baselines.common import Setting, setting
+from autotm_core.baselines.rerun_plan import (
+    Drop,
+    Recompute,
+    capacity_error,
+    costs_of,
+    kernel_rerun_seconds,
+    may_rerun,
+    overflow,
+    pool_use,
+    rerun_plan,
+    rerun_summary,
+)
+from autotm_core.baselines.saved import saved_activations
+from autotm_core.costs.model import KernelCosts
+from autotm_core.ir import Graph
+from autotm_core.memory import MemorySystem
+from autotm_core.plans import Plan
+
+PLANNER = "baseline/recompute-only"
+
+
+@attrs.frozen(slots=True, eq=False)
+class _Option:
+    """Kernel ``kernel`` rerun before ``before`` restores ``drops``."""
+
+    kernel: int
+    before: int
+    drops: tuple[Drop, ...]
+    nbytes: tuple[int, ...]
+    """Size of each drop's tensor."""
+
+    @property
+    def first_freed(self) -> int:
+        """The first half step its drops free."""
+        return 2 * min(d.last_kept for d in self.drops) + 2
+
+    def freed_at(self, step: int) -> int:
+        """Bytes its drops free at half step ``step``."""
+        return sum(n for d, n in zip(self.drops, self.nbytes, strict=True)
+                   if 2 * d.last_kept + 2 <= step <= 2 * self.before - 1)
+
+
+def recompute_only(
+    graph: Graph,
+    system: MemorySystem,
+    *,
+    fast_capacity_nbytes: int | None = None,
+    costs: KernelCosts | None = None,
+) -> Plan:
+    """The plan of the cheapest recomputation found that fits (see the module docstring)."""
+    s = setting(graph, system, fast_capacity_nbytes, costs)
+    priced = costs_of(s, costs)
+    pools = s.fastest()
+    decided = Recompute()
+    found = overflow(s, pools, decided)
+    if found is not None and found[0] != 0:
+        raise capacity_error(s, found, what="recompute-only", hint="bound that pool less tightly")
+    if found is not None:
+        search = _Search(s, priced, pools)
+        decided = search.untake(search.take(_options(s)))
+    return rerun_plan(s, pools, decided, planner=PLANNER,
+                      attributes=rerun_summary(s, decided, priced))
+
+
+def _options(s: Setting) -> list[_Option]:
+    """Every option of the graph (see the module doc), by kernel."""
+    saved = saved_activations(s.graph)
+    live, facts = s.graph.liveness, s.graph.recompute
+    by_kernel: dict[int, list[int]] = {}
+    for i, (t, p) in enumerate(zip(saved.tensors.tolist(), saved.producer.tolist(),
+                                   strict=True)):
+        if facts.recomputable[t] and s.may_be_fast[t] and saved.gap_kernels[i] >= 1:
+            by_kernel.setdefault(p, []).append(i)
+    out = []
+    for p, rows in sorted(by_kernel.items()):
+        if not may_rerun(s, p):
+            continue
+        while rows:
+            b = int(min(saved.first_backward[i] for i in rows))
+            kept = [i for i in rows if saved.last_forward[i] <= b - 2]
+            if len(kept) == len(rows):
+                break
+            rows = kept
+        if rows:
+            drops = tuple(Drop(int(saved.tensors[i]), int(saved.last_forward[i]), b)
+                          for i in rows)
+            out.append(_Option(p, b, drops, tuple(int(live.nbytes[d.tensor]) for d in drops)))
+    return out
+
+
+class _Search:
+    """The greedy knapsack over the options (see the module doc)."""
+
+    def __init__(self, s: Setting, costs: KernelCosts, pools: IntArray) -> None:
+        self.s, self.costs, self.pools = s, costs, pools
+        self.capacity = s.capacity_nbytes or 0
+        self.backward = saved_activations(s.graph).backward_start
+        self.index = s.graph.tensor_index
+        self.producer = s.graph.liveness.producer.tolist()
+        self._seconds: dict[int, float] = {}
+        self._rerunnable: dict[int, bool] = {}
+        self.decided = Recompute()
+        """What :meth:`take` decided."""
+
+    def seconds(self, kernel: int) -> float:
+        """Time of one rerun of ``kernel``."""
+        if kernel not in self._seconds:
+            self._seconds[kernel] = kernel_rerun_seconds(self.s, self.costs, kernel)
+        return self._seconds[kernel]
+
+    def may_rerun(self, kernel: int) -> bool:
+        """Whether ``kernel`` is a forward kernel that may run again."""
+        if kernel not in self._rerunnable:
+            self._rerunnable[kernel] = (0 <= kernel < self.backward
+                                        and may_rerun(self.s, kernel))
+        return self._rerunnable[kernel]
+
+    def available(self, decided: Recompute, tensor: int, before: int) -> bool:
+        """Whether a rerun at ``before`` finds ``tensor`` in the fastest pool: kept or
+        restored there, or written there by a rerun of its producer at that boundary."""
+        return (decided.in_fastest(self.s, tensor, before)
+                or (self.producer[tensor], before) in decided.reruns)
+
+    def chain(self, decided: Recompute, kernel: int, before: int) -> list[int] | None:
+        """The kernels to run again at ``before`` for ``kernel`` to run there (it, and the
+        producers of the inputs it cannot find there, and so on back), not running there
+        yet; ``None`` when some input cannot be had (or was written since it was read)."""
+        if (kernel, before) in decided.reruns:
+            return []
+        facts, graph = self.s.graph.recompute, self.s.graph
+        needed, stack = {kernel}, [kernel]
+        while stack:
+            q = stack.pop()
+            for name in graph.kernels[q].inputs:
+                u = self.index[name]
+                if not facts.unchanged(u, q, before):
+                    return None
+                if self.available(decided, u, before):
+                    continue
+                p = self.producer[u]
+                if p in needed:
+                    continue
+                if not self.may_rerun(p):
+                    return None
+                needed.add(p)
+                stack.append(p)
+        return sorted(needed)
+
+    def extend(self, decided: Recompute,
+               option: _Option) -> tuple[Recompute, list[tuple[int, int]]] | None:
+        """``decided`` with the option taken, and the reruns that adds: the option's chain,
+        and, for each rerun already there that reads a value the option drops where it is
+        no longer held, that value's producer run again there first (with its own chain);
+        ``None`` when one of them cannot be had."""
+        trial = Recompute(drops={**decided.drops, **{d.tensor: d for d in option.drops}},
+                          reruns=set(decided.reruns))
+        added: list[tuple[int, int]] = []
+
+        def run(kernel: int, before: int) -> bool:
+            chain = self.chain(trial, kernel, before)
+            if chain is None:
+                return False
+            trial.reruns.update((k, before) for k in chain)
+            added.extend((k, before) for k in chain)
+            return True
+
+        if not run(option.kernel, option.before):
+            return None
+        boundaries: dict[int, list[int]] = {}
+        for k, b in decided.reruns:
+            boundaries.setdefault(k, []).append(b)
+        live = self.s.graph.liveness
+        for d in option.drops:
+            for reader in live.users(d.tensor).tolist():
+                for b in boundaries.get(reader, ()):
+                    if (not self.available(trial, d.tensor, b)
+                            and not run(self.producer[d.tensor], b)):
+                        return None
+        return trial, added
+
+    def take(self, options: list[_Option]) -> list[tuple[_Option, float]]:
+        """Options taken greedily until the fastest pool holds the step, each with the
+        seconds of the reruns it added."""
+        s, capacity = self.s, self.capacity
+        decided = Recompute()
+        use = pool_use(s, self.pools, decided, 0)
+        lo = np.array([o.first_freed for o in options], dtype=np.int64)
+        hi = np.array([2 * o.before - 1 for o in options], dtype=np.int64)
+        free = np.ones(len(options), dtype=np.bool_)
+        taken: list[tuple[_Option, float]] = []
+        while True:
+            step = int(use.argmax())
+            peak, over = int(use[step]), int((use > capacity).sum())
+            if peak <= capacity:
+                self.decided = decided
+                return taken
+            best: tuple[tuple[float, int, int], int, Recompute, IntArray, float] | None = None
+            for j in np.flatnonzero(free & (lo <= step) & (hi >= step)).tolist():
+                option = options[j]
+                freed = option.freed_at(step)
+                extended = self.extend(decided, option) if freed else None
+                if extended is None:
+                    continue
+                trial, added = extended
+                after = self._use_after(decided, trial, option, use)
+                top = int(after.max())
+                if top > peak or (top == peak and int((after > capacity).sum()) >= over):
+                    continue  # it lowers neither the peak nor the steps over the limit
+                cost = sum(self.seconds(k) for k, _ in added)
+                key = (cost / freed, -freed, option.kernel)
+                if best is None or key < best[0]:
+                    best = (key, j, trial, after, cost)
+            if best is None:
+                raise capacity_error(
+                    s, (0, step, peak), what=f"recompute-only (with {len(decided.reruns)} "
+                    "reruns)",
+                    hint="use a planner that also moves tensors (greedy, offload-activations "
+                    "or an ILP formulation with --recompute)")
+            _, j, decided, use, cost = best
+            free[j] = False
+            taken.append((options[j], cost))
+
+    def _use_after(self, decided: Recompute, trial: Recompute, option: _Option,
+                   use: IntArray) -> IntArray:
+        """The fastest pool's use (:func:`~.rerun_plan.pool_use`) once ``option`` is taken
+        (``trial``): ``decided``'s less its drops over their gaps, with the reruns at the
+        boundaries it touches counted again."""
+        after = use.copy()
+        for d, n in zip(option.drops, option.nbytes, strict=True):
+            after[2 * d.last_kept + 2:2 * option.before] -= n
+        for b in {b for _, b in trial.reruns - decided.reruns} | {option.before}:
+            after[2 * b] += (sum(trial.extra_nbytes(self.s, k, b)
+                                 for k, at in trial.reruns if at == b)
+                             - sum(decided.extra_nbytes(self.s, k, b)
+                                   for k, at in decided.reruns if at == b))
+        return after
+
+    def untake(self, taken: list[tuple[_Option, float]]) -> Recompute:
+        """The options taken, each left out again, the costliest first, wherever the rest
+        still fit (taken again in order, their reruns found again without it)."""
+        decided, kept = self.decided, [o for o, _ in taken]
+        for option, _ in sorted(taken, key=lambda t: (-t[1], t[0].kernel)):
+            rest = [o for o in kept if o is not option]
+            rebuilt = self.rebuild(rest)
+            if rebuilt is not None and (int(pool_use(self.s, self.pools, rebuilt, 0).max())
+                                        <= self.capacity):
+                kept, decided = rest, rebuilt
+        return decided
+
+    def rebuild(self, options: list[_Option]) -> Recompute | None:
+        """``options`` taken again in order; ``None`` when one can no longer be had."""
+        decided = Recompute()
+        for option in options:
+            extended = self.extend(decided, option)
+            if extended is None:
+                return None
+            decided = extended[0]
+        return decided
