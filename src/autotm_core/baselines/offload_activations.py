@@ -15,8 +15,9 @@ kernels run (each in its time with every tensor in the fastest pool). The progra
 the oldest copy when more than :data:`MAX_IN_FLIGHT` are in flight (torchtune's
 ``max_fwd_stash_size``), and for a copy the next kernel reloads. A plan's asynchronous move
 overlaps one kernel: each copy is placed on the kernel during which it completes (or, when
-the program waits for it, the kernel before the wait), so the fastest pool holds each
-activation as long as the copy stream keeps it there; the simulator charges that kernel
+the program waits for it, the kernel before the wait; a copy issued just before the wait
+becomes a synchronous move there), so the fastest pool holds each activation as long as
+the copy stream keeps it there; the simulator charges that kernel
 the whole copy (:mod:`autotm_core.simulation`: a kernel costs at least its copies), where a
 copy stream hides a copy behind every kernel it overlaps, so the step time is torchtune's
 or more when copies outlast kernels.
@@ -66,14 +67,14 @@ def offload_activations(
     rows = [i for i, t in enumerate(saved.tensors.tolist())
             if live.nbytes[t] >= MIN_OFFLOAD_NBYTES and saved.gap_kernels[i] >= 1
             and s.may_be_fast[t] and s.positions(t)[-1] != 0]
-    issued, waits = _schedule(s, costs_of(s, costs), saved.tensors[rows],
-                              saved.last_forward[rows], saved.first_backward[rows])
+    issued, kinds, waits = _schedule(s, costs_of(s, costs), saved.tensors[rows],
+                                     saved.last_forward[rows], saved.first_backward[rows])
     names = [pool.name for pool in s.system.pools]
     fast = names[0]
     fastest = s.fastest().tolist()
     first, last = live.first.tolist(), live.last.tolist()
     offloaded = dict(zip(saved.tensors[rows].tolist(),
-                         zip(issued, saved.first_backward[rows].tolist(), strict=True),
+                         zip(issued, kinds, saved.first_backward[rows].tolist(), strict=True),
                          strict=True))
     residencies: list[Residency] = []
     moves: list[Move] = []
@@ -83,12 +84,14 @@ def offload_activations(
         if t not in offloaded:
             residencies.append(Residency(tensor.name, names[fastest[t]], first[t], last[t]))
             continue
-        copy, reload = offloaded[t]
+        copy, kind, reload = offloaded[t]
         slow = names[s.positions(t)[-1]]
-        residencies += [Residency(tensor.name, fast, first[t], copy),
+        # an asynchronous copy overlaps kernel ``copy``; a synchronous one runs before it
+        residencies += [Residency(tensor.name, fast, first[t],
+                                  copy if kind is MoveKind.ASYNC else copy - 1),
                         Residency(tensor.name, slow, copy, reload - 1),
                         Residency(tensor.name, fast, reload, last[t])]
-        moves += [Move(tensor.name, fast, slow, copy, MoveKind.ASYNC),
+        moves += [Move(tensor.name, fast, slow, copy, kind),
                   Move(tensor.name, slow, fast, reload, MoveKind.SYNC)]
     plan = make_plan(graph, s.system, residencies=residencies, moves=moves, planner=PLANNER,
                      capacities=s.capacities(), attributes={
@@ -103,10 +106,10 @@ def offload_activations(
 
 
 def _schedule(s: Setting, costs: KernelCosts, tensors: IntArray, last_forward: IntArray,
-              first_backward: IntArray) -> tuple[list[int], int]:
-    """The kernel each copy out overlaps (see the module doc), and how many times the
-    program waits for one: the copy stream run on a clock, each kernel taking its time with
-    every tensor in the fastest pool."""
+              first_backward: IntArray) -> tuple[list[int], list[MoveKind], int]:
+    """The kernel of each copy out and whether it overlaps that kernel or runs before it
+    (see the module doc), and how many times the program waits for one: the copy stream run
+    on a clock, each kernel taking its time with every tensor in the fastest pool."""
     live = s.graph.liveness
     width = np.diff(live.kernel_ptr).tolist()
     order = np.lexsort((tensors, last_forward)).tolist()
@@ -114,6 +117,7 @@ def _schedule(s: Setting, costs: KernelCosts, tensors: IntArray, last_forward: I
     copy_seconds = [s.system.copy_seconds(int(live.nbytes[t]), 0, s.positions(int(t))[-1],
                                           asynchronous=True) for t in tensors.tolist()]
     placed = [-1] * len(order)
+    kinds = [MoveKind.ASYNC] * len(order)
     flying: deque[tuple[int, float]] = deque()  # (copy, when it is done), in issue order
     clock = stream = 0.0
     at = waits = 0
@@ -121,6 +125,8 @@ def _schedule(s: Setting, costs: KernelCosts, tensors: IntArray, last_forward: I
         while len(flying) > MAX_IN_FLIGHT:  # the stash is full: wait for the oldest
             i, done = flying.popleft()
             placed[i] = max(k - 1, last[i] + 1)
+            if placed[i] == k:  # issued just before: the program copies it before kernel k
+                kinds[i] = MoveKind.SYNC
             clock = max(clock, done)
             waits += 1
         end = clock + costs.seconds(k, [0] * width[k])
@@ -140,7 +146,7 @@ def _schedule(s: Setting, costs: KernelCosts, tensors: IntArray, last_forward: I
             stream = max(stream, clock) + copy_seconds[i]
             flying.append((i, stream))
             at += 1
-    return placed, waits
+    return placed, kinds, waits
 
 
 def _check_fits(s: Setting, plan: Plan) -> None:
