@@ -9,18 +9,18 @@ use (on demand, as torchtune reloads it when autograd unpacks it); the copy in t
 pool is freed once the copy out is done. Everything else stays in the fastest pool it may
 live in for its whole life, with no moves.
 
-The copies out go over one copy stream, in the order their activations were last used,
-each after its activation's last forward use and after the copies before it, while the
-kernels run (each in its time with every tensor in the fastest pool). The program waits for
-the oldest copy when more than :data:`MAX_IN_FLIGHT` are in flight (torchtune's
-``max_fwd_stash_size``), and for a copy the next kernel reloads. A plan's asynchronous move
-overlaps one kernel: each copy is placed on the kernel during which it completes (or, when
-the program waits for it, the kernel before the wait; a copy issued just before the wait
-becomes a synchronous move there), so the fastest pool holds each activation as long as
-the copy stream keeps it there; the simulator charges that kernel
-the whole copy (:mod:`autotm_core.simulation`: a kernel costs at least its copies), where a
-copy stream hides a copy behind every kernel it overlaps, so the step time is torchtune's
-or more when copies outlast kernels.
+The copies out go over one copy stream, in the order their activations were last used, each
+after its activation's last forward use and after the copies before it, while the kernels
+run (each in the least time its costs give it: with every tensor in the fastest pool, by the
+roofline). The program waits for the oldest copy when more than :data:`MAX_IN_FLIGHT` are in
+flight (torchtune's ``max_fwd_stash_size``), and for a copy the next kernel reloads. A
+plan's asynchronous move overlaps one kernel: each copy is placed on the kernel during which
+it completes (or, when the program waits for it, the kernel before the wait; a copy issued
+just before the wait becomes a synchronous move there), so the fastest pool holds each
+activation as long as the copy stream keeps it there; the simulator charges that kernel the
+whole copy (:mod:`autotm_core.simulation`: a kernel costs at least its copies), where a copy
+stream hides a copy behind every kernel it overlaps, so the step time is torchtune's or more
+when copies outlast kernels.
 
 Raises :class:`CapacityError` when what stays in the fastest pool, the copies in flight and
 the reloaded values do not fit (torchtune would run out of memory there too), or when a
@@ -37,7 +37,7 @@ from autotm_core.arrays import IntArray
 from autotm_core.baselines.common import Setting, setting
 from autotm_core.baselines.rerun_plan import costs_of
 from autotm_core.baselines.saved import saved_activations
-from autotm_core.costs.model import KernelCosts
+from autotm_core.costs.model import KernelCosts, least_kernel_seconds
 from autotm_core.errors import CapacityError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -109,9 +109,9 @@ def _schedule(s: Setting, costs: KernelCosts, tensors: IntArray, last_forward: I
               first_backward: IntArray) -> tuple[list[int], list[MoveKind], int]:
     """The kernel of each copy out and whether it overlaps that kernel or runs before it
     (see the module doc), and how many times the program waits for one: the copy stream run
-    on a clock, each kernel taking its time with every tensor in the fastest pool."""
+    on a clock, each kernel taking the least time its costs give it."""
     live = s.graph.liveness
-    width = np.diff(live.kernel_ptr).tolist()
+    kernel_seconds = least_kernel_seconds(costs, live.n_kernels).tolist()
     order = np.lexsort((tensors, last_forward)).tolist()
     last, reload = last_forward.tolist(), first_backward.tolist()
     copy_seconds = [s.system.copy_seconds(int(live.nbytes[t]), 0, s.positions(int(t))[-1],
@@ -129,7 +129,7 @@ def _schedule(s: Setting, costs: KernelCosts, tensors: IntArray, last_forward: I
                 kinds[i] = MoveKind.SYNC
             clock = max(clock, done)
             waits += 1
-        end = clock + costs.seconds(k, [0] * width[k])
+        end = clock + kernel_seconds[k]
         due = max((n for n, (i, _) in enumerate(flying) if reload[i] == k + 1), default=-1)
         for n in range(len(flying)):
             i, done = flying[0]
