@@ -171,7 +171,16 @@ slowdowns are several-fold at 4:1, and what the ILP buys is measured against fir
 and greedy, not against all-HBM. The GPT-2 runs put the limit at the H200's real 141 GB,
 then at the ratios; its largest tensors are the logits and their gradient (batch x
 sequence x 50,257 vocabulary, 53 GB each at batch 256) and the S x S attention scores and
-probabilities (13 GB each per layer; the zoo's `attention=fused` variant removes them)."""
+probabilities (13 GB each per layer; the zoo's `attention=fused` variant removes them).
+
+Three columns are what an ML engineer does by hand when a model does not fit
+(docs/baselines.md): `checkpoint-layers` (gradient checkpointing of every block, the rest
+spilled first-touch when that does not fit), `offload-activations` (torchtune's copy of
+every saved activation to the slow pool and back) and `recompute-only` (the cheapest
+recomputation that fits, with no moves). They recompute or copy activations; the ILP
+columns here keep and move tensors only (the grids do not turn on `--recompute`), so where
+recomputing is cheap (GPT-2 at 141 GB) a practitioner's baseline beats them. A baseline
+that cannot exist at a limit (it does not fit) is listed under *Cells without a plan*."""
 
 
 def solver_notes(results: Sequence[Row]) -> str:

@@ -45,7 +45,8 @@ def slowdown_per_ratio(results: Sequence[Row], path: str | os.PathLike[str], *,
                                        for limit in limits])
     ax.set_ylabel("geometric-mean slowdown vs all-DRAM (x)")
     ax.set_title(title)
-    ax.legend(fontsize="small", ncols=len(planners), loc="upper center",
+    # at most four names a row under the axes, so that nine planners still fit the width
+    ax.legend(fontsize="small", ncols=min(len(planners), 4), loc="upper center",
               bbox_to_anchor=(0.5, -0.1))
     _save(fig, plt, path)
 
