@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.output:
         save_plan(outcome.plan, args.output)
     facts = simulation_facts(outcome.simulation, all_fast_seconds=outcome.all_fast_seconds,
-                             top=max(0, args.top))
+                             top=max(0, args.top), reruns=len(outcome.plan.reruns))
     facts["policy"] = facts["planner_name"] = args.planner
     facts["fast_capacity_nbytes"] = problem.fast_capacity_nbytes
     facts["attributes"] = dict(outcome.plan.attributes)

@@ -54,7 +54,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from autotm_core.planning.breakdown import kind_breakdown
         from autotm_core.report.html import plan_html, write_html
 
-        facts = simulation_facts(sim, all_fast_seconds=problem.all_fast_seconds)
+        facts = simulation_facts(sim, all_fast_seconds=problem.all_fast_seconds,
+                                 reruns=len(plan.reruns))
         limited = problem.with_limit(_limit_of(plan, system))
         written.append(write_html(args.html, plan_html(
             plan, sim, facts, comparisons=compare_baselines(limited),

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     plan, graph, system = plan_inputs(args)
     problem = load_problem(graph, system, costs_path=args.costs)
     sim = simulate(plan, graph, system, problem.costs)
-    facts = simulation_facts(sim, all_fast_seconds=problem.all_fast_seconds, top=max(0, args.top))
+    facts = simulation_facts(sim, all_fast_seconds=problem.all_fast_seconds, top=max(0, args.top),
+                             reruns=len(plan.reruns))
     if args.json:
         console.print_json(json.dumps(facts))
         return 0

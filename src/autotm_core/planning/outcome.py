@@ -170,6 +170,16 @@ class Outcome:
         return int(self.simulation.pair_counts.sum())
 
     @property
+    def n_reruns(self) -> int:
+        """Kernels the plan runs again per step (to recompute what it drops)."""
+        return len(self.plan.reruns)
+
+    @property
+    def rerun_seconds(self) -> float:
+        """Time of those reruns in the step (part of :attr:`step_seconds`)."""
+        return float(self.simulation.rerun_seconds.sum())
+
+    @property
     def interrupted(self) -> bool:
         """Whether Ctrl-C stopped the solver before it finished."""
         return self.solve is not None and self.solve.interrupted

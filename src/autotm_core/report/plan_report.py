@@ -18,9 +18,10 @@ _KINDS = ("sync", "async")
 
 
 def simulation_facts(
-    sim: Simulation, *, all_fast_seconds: float | None = None, top: int = 10
+    sim: Simulation, *, all_fast_seconds: float | None = None, top: int = 10, reruns: int = 0
 ) -> dict[str, Any]:
-    """The numbers the report shows, as plain data (also the ``--json`` output)."""
+    """The numbers the report shows, as plain data (also the ``--json`` output); ``reruns``
+    is the number of kernels the plan runs again (its ``Plan.reruns``)."""
     names = sim.pool_names
     moves = []
     for s, t, kind in zip(*np.nonzero(sim.pair_counts), strict=True):
@@ -39,6 +40,8 @@ def simulation_facts(
         "effective_seconds": float(sim.effective_seconds.sum()),
         "sync_seconds": float(sim.sync_seconds.sum()),
         "async_seconds": float(sim.async_seconds.sum()),
+        "reruns": reruns,
+        "rerun_seconds": float(sim.rerun_seconds.sum()),
         "all_fast_seconds": all_fast_seconds,
         "slowdown": sim.step_seconds / all_fast_seconds if all_fast_seconds else None,
         "moves": moves,
@@ -71,6 +74,9 @@ def render_simulation(sim: Simulation, facts: dict[str, Any], *, width: int = 72
                  f"{format_seconds(facts['kernel_seconds'])}, async moves "
                  f"{format_seconds(facts['async_seconds'])} overlapping)")
     head.add_row("  sync moves", format_seconds(facts["sync_seconds"]))
+    if facts["reruns"] or facts["rerun_seconds"]:
+        head.add_row("  reruns", f"{format_seconds(facts['rerun_seconds'])} ({facts['reruns']:,} "
+                     "kernels run again to recompute what the plan drops)")
     if facts["all_fast_seconds"]:
         head.add_row("all in fastest pool", format_seconds(facts["all_fast_seconds"]))
         head.add_row("slowdown", f"{facts['slowdown']:.3f}x")

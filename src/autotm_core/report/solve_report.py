@@ -37,14 +37,17 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
     if outcome.solve is None or outcome.model is None:
         raise ValueError(f"the {outcome.planner.name} plan was not made by the ILP planner")
     facts = simulation_facts(outcome.simulation, all_fast_seconds=outcome.all_fast_seconds,
-                             top=top)
+                             top=top, reruns=len(outcome.plan.reruns))
     facts["step_seconds"] = outcome.step_seconds
     facts["fast_capacity_nbytes"] = outcome.problem.fast_capacity_nbytes
     facts["limit"] = str(outcome.problem.limit)
     facts["baselines"] = [
         {"name": c.planner, "step_seconds": c.step_seconds, "skipped": c.reason or None,
          "slowdown": _over(c.step_seconds, outcome.all_fast_seconds),
-         "plan_speedup": _over(c.step_seconds, outcome.step_seconds), "packs": c.packs}
+         "plan_speedup": _over(c.step_seconds, outcome.step_seconds), "packs": c.packs,
+         "reruns": None if c.outcome is None else len(c.outcome.plan.reruns),
+         "rerun_seconds": None if c.outcome is None
+         else float(c.outcome.simulation.rerun_seconds.sum())}
         for c in comparisons]
     s, m = outcome.solve, outcome.model
     facts["solve"] = {
@@ -230,7 +233,7 @@ def render_solve(outcome: Outcome, comparisons: Sequence[Comparison], *, top: in
     if rounds is not None:
         parts += [rounds, ""]
     facts = simulation_facts(outcome.simulation, all_fast_seconds=outcome.all_fast_seconds,
-                             top=top)
+                             top=top, reruns=len(outcome.plan.reruns))
     kinds = render_kinds(outcome_breakdown(outcome), width=width + CHART_MARGIN)
     return Group(*parts, kinds, "", render_simulation(outcome.simulation, facts, width=width))
 

@@ -109,6 +109,12 @@ def render_compare(results: Sequence[PointResult],
              f"{r.plan_seconds:.2f} s", _gap(r),
              _SHORT.get(r.termination, r.termination or r.status) if r.status == "ok"
              else f"[yellow]{escape(r.status)}[/]"] for r in results]
+    recomputing = [r for r in results if r.n_reruns]
+    if recomputing:  # how many kernels run again (their time: a line under the table)
+        at = columns.index("plan time")
+        columns.insert(at, "reruns")
+        for row, r in zip(rows, results, strict=True):
+            row.insert(at, f"{r.n_reruns:,}")
     if len(solvers) <= 1:
         del columns[1]
         for row in rows:
@@ -116,6 +122,10 @@ def render_compare(results: Sequence[PointResult],
     table = words_table(title, columns, rows, width=width, left=("planner", "solver", "status"),
                         styles=["bold green" if r is fastest else "" for r in results])
     lines: list[RenderableType] = [table]
+    if recomputing:
+        lines.append("reruns (kernels run again to recompute what the plan drops, in its step): "
+                     + "; ".join(f"{escape(r.point.planner)} {r.n_reruns:,} taking "
+                                 f"{format_seconds(r.rerun_seconds)}" for r in recomputing))
     for r in results:
         if r.status != "ok":
             lines.append(f"[yellow]no plan[/] for {escape(r.point.planner)}: {escape(r.message)}")

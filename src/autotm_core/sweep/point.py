@@ -105,6 +105,10 @@ class PointResult:
     """Bytes copied between pools by the plan per step."""
     n_moves: int = 0
     """Number of moves of the plan."""
+    n_reruns: int = 0
+    """Number of kernels the plan runs again (recomputing what it drops)."""
+    rerun_seconds: float = 0.0
+    """Time of those reruns in the step."""
     plan_seconds: float = 0.0
     """Wall time to plan, verify and simulate."""
     source: str = ""
@@ -185,7 +189,8 @@ def plan_point(point: SweepPoint, *,
     solve, model = outcome.solve, outcome.model
     result = attrs.evolve(
         base, status="ok", plan_seconds=outcome.plan_seconds, step_seconds=outcome.step_seconds,
-        moved_nbytes=outcome.moved_nbytes, n_moves=outcome.n_moves, source=outcome.source,
+        moved_nbytes=outcome.moved_nbytes, n_moves=outcome.n_moves, n_reruns=outcome.n_reruns,
+        rerun_seconds=outcome.rerun_seconds, source=outcome.source,
         gap=None if solve is None else solve.gap,
         termination="" if solve is None else solve.termination,
         build_seconds=None if solve is None else solve.build_seconds,
