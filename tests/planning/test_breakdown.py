@@ -143,3 +143,16 @@ def test_the_saving_of_each_tensor_is_its_kernels_time_with_it_in_the_fastest_po
         flipped[e - live.kernel_ptr[k]] = 0
         expected = max(0.0, seconds[k] - problem.costs.seconds(k, flipped)) if pools[e] else 0.0
         assert weights[e] == pytest.approx(expected, rel=1e-9, abs=1e-15), e
+
+
+def test_a_reruns_time_goes_to_what_it_writes_again() -> None:
+    """recompute-only at example:cnn keeps every tensor in HBM and reruns kernels: all its
+    time over all-fast is the reruns', charged to the activations they restore."""
+    problem = load_problem("example:cnn", "gpu-h200", limit="1:2")
+    outcome = plan(problem, "recompute-only")
+    assert outcome.n_reruns > 0 and outcome.moved_nbytes == 0
+    b = outcome_breakdown(outcome)
+    assert b.added_seconds == pytest.approx(outcome.rerun_seconds)
+    shares = {u.kind: b.share(u) or 0.0 for u in b.uses}
+    assert shares[TensorKind.ACTIVATION] == pytest.approx(1.0)
+    assert (b.unattributed_seconds or 0.0) == pytest.approx(0.0, abs=1e-12)

@@ -16,7 +16,9 @@ graph and the plan's simulation:
   not hide; each part is charged to the tensors that cause it: a kernel's slowdown to the
   tensors it uses from a slower pool, each in proportion to what bringing that one tensor to
   the fastest pool would save (in proportion to bytes when no single tensor saves anything);
-  a move's time to the tensor moved, in proportion to its copy time at the link's rate.
+  a move's time to the tensor moved, in proportion to its copy time at the link's rate; a
+  rerun's time (a kernel run again to recompute what the plan dropped) to the tensors it
+  writes again, in proportion to their bytes.
   What no tensor causes stays unattributed (:attr:`KindBreakdown.unattributed_seconds`).
 
 Computed once here; the reports only render it. The time is attributed only when the step
@@ -33,7 +35,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from autotm_core.costs.model import KernelCosts
+from autotm_core.costs.model import KernelCosts, rerun_seconds
 from autotm_core.errors import PlanError
 from autotm_core.ir import Graph, TensorKind
 from autotm_core.memory import MemorySystem
@@ -234,6 +236,18 @@ def _attribute(arrays: Any, graph: Graph, system: MemorySystem, costs: KernelCos
     # exposure without async moves is the kernel's own traffic over a link
     _spread(charged, np.where(has_async, 0.0, exposed), owner,
             np.where(outside, entry_nbytes, 0.0), entry_kind)
+    # reruns: each to the tensors it writes again, by their bytes
+    reruns = arrays.rerun_kernel.tolist()
+    if reruns:
+        index = graph.tensor_index
+        outputs = [[index[name] for name in graph.kernels[k].outputs] for k in reruns]
+        item_rerun = np.repeat(np.arange(len(reruns)), [len(o) for o in outputs])
+        item_tensor = np.fromiter((t for o in outputs for t in o), dtype=np.int64,
+                                  count=len(item_rerun))
+        seconds = np.array([rerun_seconds(costs, k, len(graph.kernels[k].tensors))
+                            for k in reruns], dtype=np.float64)
+        _spread(charged, seconds, item_rerun, live.nbytes[item_tensor].astype(np.float64),
+                kinds[item_tensor])
     total = float(sim.step_seconds - all_fast.sum())
     rest = total - float(charged.sum())
     if abs(rest) <= 1e-9 * abs(total):  # rounding of the sums, not time left over

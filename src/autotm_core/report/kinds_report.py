@@ -19,7 +19,7 @@ from autotm_core.units import format_bytes, format_seconds
 KINDS_NOTE = ("in a pool: bytes of the kind that spend some of the step there; moved: copied "
               "into a faster or a slower pool; in place: used by kernels from a slower pool, "
               "without a move; added time: the kind's share of the time over all-fast (its "
-              "kernels' slowdown outside the fastest pool and its moves)")
+              "kernels' slowdown outside the fastest pool, its moves and its reruns)")
 """How to read the table, printed under it."""
 
 
