@@ -93,5 +93,5 @@ def test_no_recomputation_fits_is_one_capacity_error() -> None:
     with pytest.raises(CapacityError) as caught:
         recompute_only(graph, GPU, fast_capacity_nbytes=graph.liveness.peak_nbytes // 3)
     message = caught.value.message
-    assert message.startswith("recompute-only (with ") and "does not fit: pool 'hbm'" in message
+    assert message.startswith("recompute-only (") and "does not fit: pool 'hbm'" in message
     assert "moves tensors" in caught.value.hint

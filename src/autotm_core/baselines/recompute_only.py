@@ -18,11 +18,12 @@ gaps cover the worst one, that can be had beside those taken (each input of a re
 unchanged since the kernel ran; a rerun taken that reads a value the option drops where it
 is no longer held has that value's producer run again there first, at the option's cost)
 and that, with their reruns' workspaces and other outputs at their boundaries, lower the
-peak or the number of half steps over the limit, the one with the fewest rerun seconds per
+bytes over the limit summed over the half steps, the one with the fewest rerun seconds per
 byte it frees there is taken. Then each option taken is left out again, the costliest
 first, wherever the others (taken again in order) still fit without it. When no option
 lowers an overfull half step, :class:`CapacityError` says where and by how much: this search
-finds no recomputation alone that fits the step (the other baselines raise the same).
+finds no recomputation alone that fits the step (the other baselines raise the same); when
+even every option taken at once would not fit, it says so before searching.
 """
 
 from __future__ import annotations
@@ -123,7 +124,12 @@ def _options(s: Setting) -> list[_Option]:
 
 
 class _Search:
-    """The greedy knapsack over the options (see the module doc)."""
+    """The greedy knapsack over the options (see the module doc).
+
+    Options are tried on the decisions in place (:meth:`apply`, then :meth:`undo`), so that
+    trying one costs what it changes, not the size of what is decided; they are tried in
+    the order of their own rerun's seconds per byte, a bound on their cost per byte, and no
+    further once that bound passes the best found."""
 
     def __init__(self, s: Setting, costs: KernelCosts, pools: IntArray) -> None:
         self.s, self.costs, self.pools = s, costs, pools
@@ -134,7 +140,9 @@ class _Search:
         self._seconds: dict[int, float] = {}
         self._rerunnable: dict[int, bool] = {}
         self.decided = Recompute()
-        """What :meth:`take` decided."""
+        """What is decided (:meth:`take` leaves its answer here)."""
+        self.boundaries: dict[int, set[int]] = {}
+        """Kernel -> the boundaries it runs again at (the reruns of :attr:`decided`)."""
 
     def seconds(self, kernel: int) -> float:
         """Time of one rerun of ``kernel``."""
@@ -149,17 +157,17 @@ class _Search:
                                         and may_rerun(self.s, kernel))
         return self._rerunnable[kernel]
 
-    def available(self, decided: Recompute, tensor: int, before: int) -> bool:
+    def available(self, tensor: int, before: int) -> bool:
         """Whether a rerun at ``before`` finds ``tensor`` in the fastest pool: kept or
         restored there, or written there by a rerun of its producer at that boundary."""
-        return (decided.in_fastest(self.s, tensor, before)
-                or (self.producer[tensor], before) in decided.reruns)
+        return (self.decided.in_fastest(self.s, tensor, before)
+                or (self.producer[tensor], before) in self.decided.reruns)
 
-    def chain(self, decided: Recompute, kernel: int, before: int) -> list[int] | None:
+    def chain(self, kernel: int, before: int) -> list[int] | None:
         """The kernels to run again at ``before`` for ``kernel`` to run there (it, and the
         producers of the inputs it cannot find there, and so on back), not running there
         yet; ``None`` when some input cannot be had (or was written since it was read)."""
-        if (kernel, before) in decided.reruns:
+        if (kernel, before) in self.decided.reruns:
             return []
         facts, graph = self.s.graph.recompute, self.s.graph
         needed, stack = {kernel}, [kernel]
@@ -169,7 +177,7 @@ class _Search:
                 u = self.index[name]
                 if not facts.unchanged(u, q, before):
                     return None
-                if self.available(decided, u, before):
+                if self.available(u, before):
                     continue
                 p = self.producer[u]
                 if p in needed:
@@ -180,113 +188,164 @@ class _Search:
                 stack.append(p)
         return sorted(needed)
 
-    def extend(self, decided: Recompute,
-               option: _Option) -> tuple[Recompute, list[tuple[int, int]]] | None:
-        """``decided`` with the option taken, and the reruns that adds: the option's chain,
-        and, for each rerun already there that reads a value the option drops where it is
-        no longer held, that value's producer run again there first (with its own chain);
-        ``None`` when one of them cannot be had."""
-        trial = Recompute(drops={**decided.drops, **{d.tensor: d for d in option.drops}},
-                          reruns=set(decided.reruns))
+    def apply(self, option: _Option) -> list[tuple[int, int]] | None:
+        """Take ``option`` into :attr:`decided` and return the reruns that adds: the option's
+        chain, and, for each rerun already there that reads a value the option drops where
+        it is no longer held, that value's producer run again there first (with its own
+        chain); ``None`` (nothing changed) when one of them cannot be had."""
+        readers = [(d.tensor, b) for d in option.drops
+                   for reader in self.s.graph.liveness.users(d.tensor).tolist()
+                   for b in self.boundaries.get(reader, ())]
+        for d in option.drops:
+            self.decided.drops[d.tensor] = d
         added: list[tuple[int, int]] = []
 
         def run(kernel: int, before: int) -> bool:
-            chain = self.chain(trial, kernel, before)
+            chain = self.chain(kernel, before)
             if chain is None:
                 return False
-            trial.reruns.update((k, before) for k in chain)
-            added.extend((k, before) for k in chain)
+            for k in chain:
+                self.decided.reruns.add((k, before))
+                self.boundaries.setdefault(k, set()).add(before)
+                added.append((k, before))
             return True
 
-        if not run(option.kernel, option.before):
-            return None
-        boundaries: dict[int, list[int]] = {}
-        for k, b in decided.reruns:
-            boundaries.setdefault(k, []).append(b)
-        live = self.s.graph.liveness
+        if run(option.kernel, option.before) and all(
+                self.available(t, b) or run(self.producer[t], b) for t, b in readers):
+            return added
+        self.undo(option, added)
+        return None
+
+    def undo(self, option: _Option, added: list[tuple[int, int]]) -> None:
+        """Leave out again an option :meth:`apply` took, with the reruns it ``added``."""
         for d in option.drops:
-            for reader in live.users(d.tensor).tolist():
-                for b in boundaries.get(reader, ()):
-                    if (not self.available(trial, d.tensor, b)
-                            and not run(self.producer[d.tensor], b)):
-                        return None
-        return trial, added
+            del self.decided.drops[d.tensor]
+        for k, b in added:
+            self.decided.reruns.discard((k, b))
+            self.boundaries[k].discard(b)
+
+    def use_after(self, option: _Option, added: list[tuple[int, int]], use: IntArray,
+                  restoring: int) -> IntArray:
+        """The fastest pool's use (:func:`~.rerun_plan.pool_use`) with ``option`` applied:
+        ``use`` less its drops over their gaps, with the reruns it ``added`` at their
+        boundaries, and ``restoring`` bytes less at its own (outputs of a rerun that ran
+        there already, now restored, counted once)."""
+        after = use.copy()
+        for d, n in zip(option.drops, option.nbytes, strict=True):
+            after[2 * d.last_kept + 2:2 * option.before] -= n
+        for k, b in added:
+            after[2 * b] += self.decided.extra_nbytes(self.s, k, b)
+        after[2 * option.before] -= restoring
+        return after
 
     def take(self, options: list[_Option]) -> list[tuple[_Option, float]]:
         """Options taken greedily until the fastest pool holds the step, each with the
         seconds of the reruns it added."""
         s, capacity = self.s, self.capacity
-        decided = Recompute()
-        use = pool_use(s, self.pools, decided, 0)
+        use = pool_use(s, self.pools, self.decided, 0)
+        self._check_floor(options, use)
         lo = np.array([o.first_freed for o in options], dtype=np.int64)
         hi = np.array([2 * o.before - 1 for o in options], dtype=np.int64)
         free = np.ones(len(options), dtype=np.bool_)
         taken: list[tuple[_Option, float]] = []
         while True:
             step = int(use.argmax())
-            peak, over = int(use[step]), int((use > capacity).sum())
+            peak = int(use[step])
             if peak <= capacity:
-                self.decided = decided
                 return taken
-            best: tuple[tuple[float, int, int], int, Recompute, IntArray, float] | None = None
+            excess = int(np.maximum(use - capacity, 0).sum())
+            ranked = []
             for j in np.flatnonzero(free & (lo <= step) & (hi >= step)).tolist():
                 option = options[j]
                 freed = option.freed_at(step)
-                extended = self.extend(decided, option) if freed else None
-                if extended is None:
+                if freed:
+                    there = (option.kernel, option.before) in self.decided.reruns
+                    own = 0.0 if there else self.seconds(option.kernel)
+                    ranked.append((own / freed, -freed, option.kernel, j))
+            best: tuple[tuple[float, int, int], int] | None = None
+            for bound, minus_freed, kernel, j in sorted(ranked):
+                if best is not None and (bound, minus_freed, kernel) > best[0]:
+                    break  # no option further on costs less per byte
+                option = options[j]
+                restoring = self._restoring(option)
+                added = self.apply(option)
+                if added is None:
                     continue
-                trial, added = extended
-                after = self._use_after(decided, trial, option, use)
-                top = int(after.max())
-                if top > peak or (top == peak and int((after > capacity).sum()) >= over):
-                    continue  # it lowers neither the peak nor the steps over the limit
+                after = self.use_after(option, added, use, restoring)
                 cost = sum(self.seconds(k) for k, _ in added)
-                key = (cost / freed, -freed, option.kernel)
+                self.undo(option, added)
+                if int(np.maximum(after - capacity, 0).sum()) >= excess:
+                    continue  # its reruns hold more over the limit than its drops free
+                key = (cost / -minus_freed, minus_freed, kernel)
                 if best is None or key < best[0]:
-                    best = (key, j, trial, after, cost)
+                    best = (key, j)
             if best is None:
                 raise capacity_error(
-                    s, (0, step, peak), what=f"recompute-only (with {len(decided.reruns)} "
-                    "reruns)",
+                    s, (0, step, peak), what=f"recompute-only (with "
+                    f"{len(self.decided.reruns)} reruns)",
                     hint="use a planner that also moves tensors (greedy, offload-activations "
                     "or an ILP formulation with --recompute)")
-            _, j, decided, use, cost = best
-            free[j] = False
-            taken.append((options[j], cost))
+            option = options[best[1]]
+            restoring = self._restoring(option)
+            added = self.apply(option)
+            assert added is not None  # it applied a moment ago, on the same decisions
+            use = self.use_after(option, added, use, restoring)
+            free[best[1]] = False
+            taken.append((option, sum(self.seconds(k) for k, _ in added)))
 
-    def _use_after(self, decided: Recompute, trial: Recompute, option: _Option,
-                   use: IntArray) -> IntArray:
-        """The fastest pool's use (:func:`~.rerun_plan.pool_use`) once ``option`` is taken
-        (``trial``): ``decided``'s less its drops over their gaps, with the reruns at the
-        boundaries it touches counted again."""
-        after = use.copy()
-        for d, n in zip(option.drops, option.nbytes, strict=True):
-            after[2 * d.last_kept + 2:2 * option.before] -= n
-        for b in {b for _, b in trial.reruns - decided.reruns} | {option.before}:
-            after[2 * b] += (sum(trial.extra_nbytes(self.s, k, b)
-                                 for k, at in trial.reruns if at == b)
-                             - sum(decided.extra_nbytes(self.s, k, b)
-                                   for k, at in decided.reruns if at == b))
-        return after
+    def _restoring(self, option: _Option) -> int:
+        """Bytes the option's drops stop counting at its boundary when its kernel already
+        runs there (its outputs, written there already, become restored residencies)."""
+        if (option.kernel, option.before) not in self.decided.reruns:
+            return 0
+        return sum(option.nbytes)
+
+    def _check_floor(self, options: list[_Option], use: IntArray) -> None:
+        """:class:`CapacityError` at once when the step does not fit even with every option
+        taken and no rerun holding anything at its boundary (a bound: taking options only
+        adds to it)."""
+        floor = use.copy()
+        for option in options:
+            for d, n in zip(option.drops, option.nbytes, strict=True):
+                floor[2 * d.last_kept + 2:2 * option.before] -= n
+        step = int(floor.argmax())
+        if int(floor[step]) > self.capacity:
+            raise capacity_error(
+                self.s, (0, step, int(floor[step])),
+                what="recompute-only (even with every activation it may recompute dropped)",
+                hint="use a planner that also moves tensors (greedy, offload-activations or "
+                "an ILP formulation with --recompute)")
 
     def untake(self, taken: list[tuple[_Option, float]]) -> Recompute:
         """The options taken, each left out again, the costliest first, wherever the rest
-        still fit (taken again in order, their reruns found again without it)."""
+        still fit (taken again in order, their reruns found again without it). An option
+        whose drops, kept again, overfill the pool is not tried."""
         decided, kept = self.decided, [o for o, _ in taken]
+        use = pool_use(self.s, self.pools, decided, 0)
         for option, _ in sorted(taken, key=lambda t: (-t[1], t[0].kernel)):
+            back = use.copy()
+            for d, n in zip(option.drops, option.nbytes, strict=True):
+                back[2 * d.last_kept + 2:2 * option.before] += n
+            if int(back.max()) > self.capacity:
+                continue
             rest = [o for o in kept if o is not option]
             rebuilt = self.rebuild(rest)
-            if rebuilt is not None and (int(pool_use(self.s, self.pools, rebuilt, 0).max())
-                                        <= self.capacity):
-                kept, decided = rest, rebuilt
+            if rebuilt is None:
+                continue
+            after = pool_use(self.s, self.pools, rebuilt, 0)
+            if int(after.max()) <= self.capacity:
+                kept, decided, use = rest, rebuilt, after
         return decided
 
     def rebuild(self, options: list[_Option]) -> Recompute | None:
-        """``options`` taken again in order; ``None`` when one can no longer be had."""
-        decided = Recompute()
-        for option in options:
-            extended = self.extend(decided, option)
-            if extended is None:
-                return None
-            decided = extended[0]
-        return decided
+        """``options`` taken again in order, from nothing; ``None`` when one can no longer
+        be had. :attr:`decided` is left as it was."""
+        saved, boundaries = self.decided, self.boundaries
+        self.decided, self.boundaries = Recompute(), {}
+        try:
+            for option in options:
+                if self.apply(option) is None:
+                    return None
+            return self.decided
+        finally:
+            self.decided, self.boundaries = saved, boundaries
