@@ -197,7 +197,9 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
 @attrs.frozen
 class _HeldPlans:
     """The plans to start from and to beat: the warm starts, first-touch's and (for a moving
-    formulation) greedy's, offered to the pool."""
+    formulation) greedy's, offered to the pool; with recomputation also what practitioners
+    do: checkpoint-layers' and, for the asynchronous formulation, offload-activations'
+    (recompute-only's greedy took 42 s on example:chain-3000: not inside a time limit)."""
 
     name = "held plans"
 
@@ -208,7 +210,12 @@ class _HeldPlans:
         return True
 
     def run(self, chain: _Chain) -> None:
-        from autotm_core.baselines import first_touch, greedy
+        from autotm_core.baselines import (
+            checkpoint_layers,
+            first_touch,
+            greedy,
+            offload_activations,
+        )
         from autotm_core.errors import AutotmError
 
         problem = chain.problem
@@ -217,6 +224,10 @@ class _HeldPlans:
         baselines: list[tuple[str, Callable[..., Plan]]] = [("first-touch", first_touch)]
         if chain.formulation is not Formulation.STATIC:
             baselines.append(("greedy", greedy))
+        if chain.settings.recompute:
+            baselines.append(("checkpoint-layers", checkpoint_layers))
+            if chain.formulation is Formulation.ASYNCHRONOUS:
+                baselines.append(("offload-activations", offload_activations))
         for name, baseline in baselines:
             try:
                 made = baseline(problem.graph, problem.limited_system, costs=problem.costs)
