@@ -123,3 +123,36 @@ def test_an_ilp_plan_that_recomputes_runs_and_matches(formulation):
     assert report.check is not None and report.check.matches, report.check
     assert len(report.reruns) == len(outcome.plan.reruns)
     assert report.predicted_step_seconds == pytest.approx(outcome.simulation.step_seconds)
+
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_plans_with_reruns_match_the_one_pool_replay(seed):
+    """Chains of reruns, inputs copied in for a rerun, early restores, three pools: the
+    random valid plans of the verifier's property tests, run."""
+    from tests.plans.random_plans import three_pools, tiny_system
+    from tests.plans.random_reruns import random_plan_with_reruns
+    from tests.plans.test_verify_reruns_properties import chain
+
+    graph = chain(3)
+    system = three_pools() if seed % 2 else tiny_system(None)
+    for pool in system.pools:  # unbounded: the executor lays every pool out itself
+        system = system.with_capacity(pool.name, None)
+    plan = random_plan_with_reruns(graph, system, seed)
+    assert plan.reruns
+    report = execute(plan, graph, system, repeat=1, fit_machine=True)
+    assert report.check is not None and report.check.matches, report.check
+    assert len(report.reruns) == len(plan.reruns)
+
+
+def test_a_rerun_reading_a_recomputed_value_that_was_overwritten_fails_the_check():
+    """The plan the verifier lets through (a finding, tests/plans/test_verify_reruns_properties):
+    ``use`` reruns on ``t`` recomputed by ``make``, not ``t`` as ``scale_`` left it."""
+    from tests.plans.test_verify_reruns_properties import overwritten_step
+
+    graph, system, plan = overwritten_step()
+    if verify_plan(plan, graph, system):
+        return  # the verifier refuses it, as the rules do: nothing to run
+    report = execute(plan, graph, system, repeat=1)
+    assert not report.check.matches
+    assert "reruns[1] (kernel 'use' again before 'end') read other bytes" in report.check.detail
