@@ -84,3 +84,28 @@ def test_a_plan_that_recomputes_runs_the_real_ops_again_and_equals_eager():
 def _op(traced, name):
     node = next(n for n in traced.module.graph.nodes if n.name == name)
     return node.target._schema.name
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_plans_with_many_reruns_equal_eager(seed):
+    """Random valid plans with reruns (chains, inputs copied in for a rerun, restores before
+    the next use or earlier; autotm-core's tests/plans/random_reruns.py) on the deep MLP."""
+    from tests.plans.random_plans import three_pools, tiny_system
+    from tests.plans.random_reruns import random_plan_with_reruns
+
+    model, inputs, loss, targets, optimizer = _deep_mlp()
+    traced = capture(model, inputs, loss=loss, targets=targets, optimizer=optimizer)
+    step = captured_step(traced, name="deep-mlp")
+    values = step_values(traced, model=model, inputs=inputs, targets=targets,
+                         optimizer=optimizer)
+    initial = clone_values(values)
+    reference = eager_step(model, inputs, loss=loss, targets=targets, optimizer=optimizer)
+    after = {role.name: v.detach().clone() for role, v in zip(traced.inputs, values, strict=True)}
+    system = three_pools() if seed % 2 else tiny_system(None)
+    for pool in system.pools:  # unbounded: the executor lays the pools out
+        system = system.with_capacity(pool.name, None)
+    plan = random_plan_with_reruns(step.graph, system, seed, drop_rate=0.9)
+    assert len(plan.reruns) >= 5
+    run = run_plan(step, plan, system, initial, fit_machine=True)
+    check_equal(step, run, reference, after)
+    assert sum(run.reruns.values()) == len(plan.reruns)
