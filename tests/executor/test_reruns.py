@@ -156,3 +156,50 @@ def test_a_rerun_reading_a_recomputed_value_that_was_overwritten_fails_the_check
     report = execute(plan, graph, system, repeat=1)
     assert not report.check.matches
     assert "reruns[1] (kernel 'use' again before 'end') read other bytes" in report.check.detail
+
+
+def test_a_rerun_reads_an_input_landed_at_its_boundary_not_its_old_copy():
+    """``x`` leaves dram after ``head`` (its clean copy in pmm) and comes back by a synchronous
+    move before ``back``, where ``f1`` reruns on it; ``w`` lands in dram at that same boundary
+    at the offset ``x``'s old copy had: the rerun must read the copy that just landed."""
+    from autotm_core.plans import Move, Rerun, Residency, make_plan
+
+    graph, system = recompute_step(), two_pools()
+    k = graph.kernel_index
+    unit = 256 * 1024
+    plan = make_plan(graph, system, residencies=[
+        Residency("x", "dram", 0, 3, 0), Residency("x", "pmm", 1, 4),
+        Residency("x", "dram", 4, 4, unit),
+        Residency("w", "pmm", 0, 5), Residency("w", "dram", 4, 4, 0),
+        Residency("a", "dram", 0, 1, 2 * unit),
+        Residency("e", "dram", 1, 2, 3 * unit), Residency("e", "dram", 4, 4, 3 * unit),
+        Residency("c", "dram", 2, 3, 4 * unit), Residency("loss", "pmm", 3, 5),
+        Residency("dc", "dram", 3, 4, 5 * unit), Residency("dw", "dram", 4, 5, 6 * unit),
+    ], moves=[Move("x", "dram", "pmm", 1), Move("x", "pmm", "dram", 4),
+              Move("w", "pmm", "dram", 4)],
+        reruns=[Rerun(k["f1"], k["back"]), Rerun(k["f2"], k["back"])], planner="test/landed")
+    assert verify_plan(plan, graph, system) == []
+    report = execute(plan, graph, system, repeat=1)
+    assert report.check is not None and report.check.matches, report.check
+
+
+def test_a_rerun_reads_an_input_a_synchronous_move_copies_out_at_its_boundary():
+    """``x`` is copied to pmm just before ``back``; ``f1`` reruns there on its dram copy, the
+    move's source (``back`` itself reads the pmm copy)."""
+    from autotm_core.plans import Move, Rerun, Residency, make_plan
+
+    graph, system = recompute_step(), two_pools()
+    k = graph.kernel_index
+    back = k["back"]
+    plan = make_plan(graph, system, residencies=[
+        Residency("x", "dram", 0, back - 1), Residency("x", "pmm", back, back),
+        Residency("w", "dram", 0, 5), Residency("a", "dram", 0, 1),
+        Residency("e", "dram", 1, 2), Residency("e", "dram", back, back),
+        Residency("c", "dram", 2, 3), Residency("loss", "pmm", 3, 5),
+        Residency("dc", "dram", 3, back), Residency("dw", "dram", back, 5),
+    ], moves=[Move("x", "dram", "pmm", back)],
+        reruns=[Rerun(k["f1"], back), Rerun(k["f2"], back)], planner="test/copied-out")
+    plan = assign_offsets(plan, graph, system).plan
+    assert verify_plan(plan, graph, system) == []
+    report = execute(plan, graph, system, repeat=1)
+    assert report.check is not None and report.check.matches, report.check

@@ -23,8 +23,10 @@ Everything is resolved here, once, so the loop only indexes lists:
   its last kernel wrote it to, or the last move into a pool after that;
 - a rerun before ``b`` runs after the synchronous moves before ``b`` (the reruns there in
   the plan's order) and reads each input in the fastest pool: an output of an earlier rerun
-  at that boundary, else the residency there covering ``b - 1``, else the one a synchronous
-  move lands at ``b``; it writes each output where the layout says
+  at that boundary, else the residency there covering ``b - 1`` and ``b``, else the one a
+  synchronous move lands at ``b``, else the one a synchronous move copies out at ``b``
+  (each occupies the pool at the boundary; a residency merely ending at ``b - 1`` may share
+  its memory with one landing at ``b``); it writes each output where the layout says
   (:attr:`~autotm_core.executor.Layout.rerun_places`). An asynchronous move is joined before
   a rerun that reads or writes its tensor, too.
 """
@@ -257,19 +259,25 @@ def _reruns(
     """Each rerun's rows (see the module doc), and which reruns run before each kernel."""
     n = len(graph.kernels)
     fastest = layout.requests[0].name if layout.requests else ""
-    landing = {(m.tensor, m.kernel) for m in plan.moves
-               if m.kind is MoveKind.SYNC and m.target == fastest}
+    sync = [m for m in plan.moves if m.kind is MoveKind.SYNC]
+    landing = {(m.tensor, m.kernel) for m in sync if m.target == fastest}
+    leaving = {(m.tensor, m.kernel) for m in sync if m.source == fastest}
     out: list[RerunOps] = []
     before: list[list[int]] = [[] for _ in range(n)] if plan.reruns else []
     written: dict[int, dict[str, tuple[int, int]]] = collections.defaultdict(dict)
 
     def boundary_place(name: str, b: int, what: str) -> tuple[int, int]:
+        # Only a residency occupying the pool at the boundary holds the bytes there: one
+        # ending just before it may share its memory with one a synchronous move lands.
         held = spans.get((name, fastest), ())
         for first, last, i in held:
-            if first <= b - 1 <= last:
+            if first <= b - 1 and b <= last:
                 return layout.residency_places[i]
         for first, _, i in held:
             if first == b and (name, b) in landing:
+                return layout.residency_places[i]
+        for first, last, i in held:
+            if first <= b - 1 == last and (name, b) in leaving:
                 return layout.residency_places[i]
         raise ExecutionError(
             f"{what}: its input {name!r} is not in pool {fastest!r} at that boundary",
