@@ -142,3 +142,57 @@ def pmm_home_plan(graph, system) -> Plan:
     ]
     moves = [Move("w", "pmm", "dram", 2), Move("w", "dram", "pmm", 4)]
     return make_plan(graph, system, residencies=residencies, moves=moves, planner="test/home")
+
+
+def recompute_step(*, nbytes: int = 64 * 1024):
+    """A step whose backward reads ``e`` again after a gap: ``e`` may be dropped and
+    recomputed from ``x`` by rerunning ``f1`` (into ``a``) and ``f2`` (into ``e``).
+
+    f1: x -> a; f2: a -> e; mm: e, w -> c; head: c -> loss, dc; back: dc, e, x -> dw;
+    sgd: w, dw -> w (in place). ``head`` is the peak (``c`` is twice ``nbytes``); with ``e``
+    dropped there, the boundary before ``back`` holds ``a`` (a quarter) instead of ``c``.
+    """
+    b = GraphBuilder("recompute-step")
+    b.tensor("x", nbytes=nbytes, kind=TensorKind.INPUT)
+    b.tensor("w", nbytes=nbytes + 24, kind=TensorKind.PARAMETER)
+    b.tensor("a", nbytes=nbytes // 4)
+    b.tensor("e", nbytes=nbytes + 8)
+    b.tensor("c", nbytes=2 * nbytes)
+    b.tensor("loss", nbytes=8, kind=TensorKind.OUTPUT)
+    b.tensor("dc", nbytes=nbytes, kind=TensorKind.GRADIENT)
+    b.tensor("dw", nbytes=nbytes + 24, kind=TensorKind.GRADIENT)
+    b.kernel("f1", op="relu", inputs=["x"], outputs=["a"], flops=1e4, workspace_nbytes=4096)
+    b.kernel("f2", op="gelu", inputs=["a"], outputs=["e"], flops=1e4)
+    b.kernel("mm", op="matmul", inputs=["e", "w"], outputs=["c"], flops=1e4)
+    b.kernel("head", op="loss", inputs=["c"], outputs=["loss", "dc"], flops=1e4)
+    b.kernel("back", op="matmul_backward", inputs=["dc", "e", "x"], outputs=["dw"], flops=1e4)
+    b.kernel("sgd", op="sgd", inputs=["w", "dw"], outputs=["w"], flops=1e4)
+    return b.build()
+
+
+def recompute_plan(graph, system, *, x_moved: bool = False) -> Plan:
+    """``e`` is dropped after ``mm`` and recomputed before ``back``: ``f1`` runs again (its
+    output ``a`` dropped again once the boundary's reruns are done), then ``f2`` (restoring
+    ``e`` in dram). ``x_moved``: ``x`` waits in pmm meanwhile and comes back to dram by a
+    synchronous move before ``back``, where the rerun of ``f1`` reads it. No offsets."""
+    from autotm_core.plans import Rerun
+
+    k = graph.kernel_index
+    back = k["back"]
+    x = ([Residency("x", "dram", 0, 0), Residency("x", "pmm", 1, back - 1),
+          Residency("x", "dram", back, back)] if x_moved else [Residency("x", "dram", 0, back)])
+    residencies = [
+        *x,
+        Residency("w", "dram", 0, k["sgd"]),
+        Residency("a", "dram", 0, 1),
+        Residency("e", "dram", 1, 2),
+        Residency("e", "dram", back, back),
+        Residency("c", "dram", 2, 3),
+        Residency("loss", "pmm", 3, k["sgd"]),
+        Residency("dc", "dram", 3, back),
+        Residency("dw", "dram", back, k["sgd"]),
+    ]
+    moves = [Move("x", "dram", "pmm", 1), Move("x", "pmm", "dram", back)] if x_moved else []
+    return make_plan(graph, system, residencies=residencies, moves=moves,
+                     reruns=[Rerun(k["f1"], back), Rerun(k["f2"], back)],
+                     planner="test/recompute")

@@ -103,3 +103,25 @@ def test_a_preset_is_fitted_to_this_machine_by_default(tmp_path, monkeypatch):
     status, _, err = _run([*run, "--no-fit-machine"], monkeypatch)
     assert status == 1 and "error: " in err  # node 2, or 715 GiB, is not on this machine
 
+
+
+def test_run_a_plan_file_with_reruns(tmp_path, monkeypatch):
+    """A plan file of version 2 (reruns) runs from the command line; its reruns' notes show."""
+    from tests.executor.helpers import recompute_plan, recompute_step
+
+    from autotm_core.addresses import assign_offsets
+
+    graph, system = recompute_step(), two_pools()
+    plan = assign_offsets(recompute_plan(graph, system), graph, system).plan
+    paths = [tmp_path / "plan.json", tmp_path / "graph.json", tmp_path / "system.json"]
+    save_plan(plan, paths[0])
+    save_graph(graph, paths[1])
+    save_system(system, paths[2])
+    assert json.loads(paths[0].read_text())["version"] == 2
+    plan_file, graph_file, system_file = (str(p) for p in paths)
+    status, out, _ = _run(["run", plan_file, "--graph", graph_file, "--system", system_file,
+                           "--repeat", "1", "--json"], monkeypatch)
+    assert status == 0
+    facts = json.loads(out)
+    assert facts["check"]["matches"]
+    assert any("reruns" in note for note in facts["notes"])

@@ -72,8 +72,10 @@ def optima(seed: int, pools: int = 2, bounded_slow: bool = False) -> dict[str, O
     return {f: optimum(case.graph, case.system, costs, formulation=f) for f in FORMULATIONS}
 
 
-def ilp_outcome(graph: Graph, system: MemorySystem, formulation: str) -> Outcome | None:
-    """The ILP's exact plan at gap 0 without addresses (``None`` on a capacity error).
+def ilp_outcome(graph: Graph, system: MemorySystem, formulation: str, *,
+                recompute: bool = False) -> Outcome | None:
+    """The ILP's exact plan at gap 0 without addresses (``None`` on a capacity error), with
+    reruns when ``recompute``.
 
     The limits are given as a per-pool limit over the unbounded system, as a user would.
     Any other error (a plan the verifier refuses, a solver failure) is a test failure.
@@ -86,7 +88,8 @@ def ilp_outcome(graph: Graph, system: MemorySystem, formulation: str) -> Outcome
     problem = load_problem(graph, base, limit=limits or None)
     try:
         return plan(problem, formulation,
-                    PlanSettings(mode="exact", addresses=False, relative_gap=0))
+                    PlanSettings(mode="exact", addresses=False, relative_gap=0,
+                                 recompute=recompute))
     except CapacityError:
         return None
     except AutotmError as exc:

@@ -98,11 +98,14 @@ class Step:
     """Asynchronous copies during the kernel."""
     written: int | None = None
     """Pool the kernel writes it into, when it writes it."""
+    restored: frozenset[int] = frozenset()
+    """Pools a rerun at the boundary before the kernel restores it into (the fastest pool
+    only; :mod:`.recompute`)."""
 
     @property
     def usable(self) -> frozenset[int]:
         """Pools the kernel may use it in (not still arriving)."""
-        return self.kept | self.born | {t for _, t in self.sync}
+        return self.kept | self.born | self.restored | {t for _, t in self.sync}
 
     @property
     def config_pools(self) -> frozenset[int]:

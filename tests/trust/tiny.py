@@ -105,3 +105,70 @@ def random_case(seed: int, *, pools: int = 2, bounded_slow: bool = False,
     if bounded_slow:
         slow = max(0, peak - fast) + PAGE * rng.randint(0, 256)
     return Case(seed, graph, two_pools(fast=fast, slow=slow))
+
+
+def random_recompute_graph(rng: random.Random, *, name: str = "tiny-recompute") -> Graph:
+    """A tiny forward and backward pass whose activations are read again after a gap: a
+    chain ``x -> a1 -> .. -> aL`` (``L`` 2 or 3; ``x`` small, activations larger), then two
+    backward kernels each reading the previous one's result and one earlier activation, the
+    last one often reading ``x`` too (so that the forward pass can be rerun from it there)
+    and sometimes updating a parameter the forward pass read. One forward kernel may be
+    random (a dropout: never rerun). Sizes, FLOPs and workspaces are random, so recomputing
+    pays at some limits and not at others."""
+    b = GraphBuilder(name)
+    layers = rng.randint(2, 3)
+    b.tensor("x", nbytes=PAGE * rng.choice([64, 128, 256]), kind=TensorKind.INPUT)
+    weight = rng.random() < 0.3
+    if weight:
+        b.tensor("w", nbytes=PAGE * rng.choice([16, 64]), kind=TensorKind.PARAMETER)
+    acts = ["x"]
+    random_op = rng.randrange(layers) if rng.random() < 0.2 else -1
+    for i in range(1, layers + 1):
+        name_i = f"a{i}"
+        b.tensor(name_i, nbytes=PAGE * rng.choice([128, 256, 384, 512]))
+        inputs = [acts[-1]] + (["w"] if weight and i == 1 else [])
+        b.kernel(f"f{i}", op="dropout" if i - 1 == random_op else "layer", inputs=inputs,
+                 outputs=[name_i], flops=rng.choice([1e4, 1e5, 1e6, 1e7]),
+                 workspace_nbytes=rng.choice([0, 0, 0, 16 * PAGE]))
+        acts.append(name_i)
+    previous = acts[-1]
+    for j in range(1, 3):
+        out = f"d{j}"
+        kind = TensorKind.ACTIVATION if j == 1 else rng.choice(
+            [TensorKind.GRADIENT, TensorKind.OUTPUT])
+        b.tensor(out, nbytes=PAGE * rng.choice([64, 128, 256, 512]), kind=kind)
+        early = rng.choice(acts[1:-1]) if j == 2 or rng.random() < 0.5 else "x"
+        reads_x = j == 2 and rng.random() < 0.8
+        update = weight and j == 2 and rng.random() < 0.5
+        inputs = list(dict.fromkeys([previous, early, *(["x"] if reads_x else []),
+                                     *(["w"] if update else [])]))
+        b.kernel(f"b{j}", op="layer_backward", inputs=inputs,
+                 outputs=[out] + (["w"] if update else []),
+                 flops=rng.choice([1e4, 1e5, 1e6, 1e7]),
+                 workspace_nbytes=rng.choice([0, 0, 16 * PAGE]))
+        previous = out
+    return b.build()
+
+
+def compute_cheap_pools(*, fast: int | None = None) -> MemorySystem:
+    """Two pools on a machine whose compute is cheap against its slow pool and its copies
+    (a GPU's HBM and host memory over PCIe, in miniature): recomputing often pays."""
+    return MemorySystem(
+        name="tiny-compute-cheap", flops_per_second=1e13,
+        pools=(Pool("fast", fast, 1e11, 1e11, 1e-7), Pool("slow", None, 1e10, 3e9, 3e-7)),
+        links=(CopyLink("slow", "fast", 6e9, 3e9), CopyLink("fast", "slow", 6e9, 3e9)),
+    )
+
+
+def random_recompute_case(seed: int) -> Case:
+    """A :func:`random_recompute_graph` with a random fast-pool limit between half its peak
+    (or its largest workspace) and its peak, on :func:`two_pools` (even seeds) or
+    :func:`compute_cheap_pools` (odd seeds)."""
+    rng = random.Random(seed)
+    graph = random_recompute_graph(rng)
+    live = graph.liveness
+    peak = int(live.peak_nbytes)
+    floor = max(int(live.workspace_nbytes.max()), peak // 2)
+    fast = floor + PAGE * rng.randint(0, max(0, (peak - floor) // PAGE))
+    system = compute_cheap_pools(fast=fast) if seed % 2 else two_pools(fast=fast)
+    return Case(seed, graph, system)

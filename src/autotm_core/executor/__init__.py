@@ -11,8 +11,8 @@ for ``run --kernels``) and what they are handed and return (:class:`RunSetup`,
 (:class:`NumaMemory`) and their parts (:class:`ArenaRequest`, :class:`Space`,
 :class:`CopyThread`); a plan's layout (:func:`plan_layout`, :class:`Layout`,
 :data:`SCRATCH`), its program (:func:`build_program`, :class:`Program`,
-:func:`seed_of`) and the report of a run (:class:`ExecutionReport`,
-:class:`PoolRun`), which ``run`` prints.
+:func:`seed_of`, :class:`RerunOps`) and the report of a run (:class:`ExecutionReport`,
+:class:`PoolRun`, :class:`RerunRun`), which ``run`` prints.
 
 Importing this package loads no numba: the replay kernels
 (:mod:`~autotm_core.executor.replay`) are compiled when a plan first runs.
@@ -23,8 +23,8 @@ from autotm_core.executor.copy import CopyThread
 from autotm_core.executor.kernels import KernelRunner, KernelsDone, KernelSource, Memory, RunSetup
 from autotm_core.executor.layout import SCRATCH, Layout, plan_layout
 from autotm_core.executor.memory import NumaMemory
-from autotm_core.executor.program import Program, build_program, seed_of
-from autotm_core.executor.records import ExecutionReport, PoolRun, ResultCheck
+from autotm_core.executor.program import Program, RerunOps, build_program, seed_of
+from autotm_core.executor.records import ExecutionReport, PoolRun, RerunRun, ResultCheck
 from autotm_core.executor.replay_kernels import ReplayKernels
 from autotm_core.executor.run import execute
 
@@ -42,6 +42,8 @@ __all__ = [
     "PoolRun",
     "Program",
     "ReplayKernels",
+    "RerunOps",
+    "RerunRun",
     "ResultCheck",
     "RunSetup",
     "Space",

@@ -10,7 +10,8 @@ plugin's, e.g. the torch frontend's real ATen kernels. The runner makes the
 :class:`Memory` the plan's arenas live in (NUMA-bound arenas,
 :class:`~autotm_core.executor.memory.NumaMemory`; device and pinned host memory),
 writes the values that exist before each step, runs kernel ``k`` when the loop
-says so, and checks the results against a reference once the run is over.
+says so (and again, for a plan's reruns, where the program puts its inputs and outputs at
+the rerun's boundary), and checks the results against a reference once the run is over.
 
 A frontend plugin offers its kernels to ``run --kernels NAME:SPEC`` by being a
 :class:`KernelSource` (a method ``kernel_runner``), checked with ``isinstance``
@@ -120,9 +121,12 @@ class KernelRunner(Protocol):
     """The kernels of a run: how a plugin runs a plan's kernels in the executor's loop.
 
     The loop calls :meth:`open` once, then for each step :meth:`begin_step` (untimed), and
-    for each kernel, after its joins and copies, :meth:`run_kernel` (timed) and
-    :meth:`after_kernel` (untimed but inside the step); :meth:`finish` after the last step,
-    with the memory still open. A step is ``0`` (the untimed warm-up) to ``repeat``.
+    for each kernel, after its joins and copies, :meth:`run_rerun` for each rerun at the
+    boundary before it (timed), then :meth:`run_kernel` (timed) and :meth:`after_kernel`
+    (untimed but inside the step); :meth:`finish` after the last step, with the memory still
+    open. A step is ``0`` (the untimed warm-up) to ``repeat``. A runner without
+    :meth:`run_rerun` runs plans without reruns only (:func:`~autotm_core.executor.execute`
+    refuses the others, naming it).
     """
 
     name: str
@@ -142,6 +146,12 @@ class KernelRunner(Protocol):
 
     def run_kernel(self, k: int) -> int:
         """Run kernel ``k``; the hash of the bytes it read if :attr:`hashes_reads`, else 0."""
+        ...
+
+    def run_rerun(self, rerun: int) -> int:
+        """Run rerun ``rerun`` (a position in ``setup.program.reruns``): its kernel again on
+        the inputs and outputs of its rows (:class:`~autotm_core.executor.program.RerunOps`);
+        the hash of the bytes it read if :attr:`hashes_reads`, else 0."""
         ...
 
     def after_kernel(self, k: int) -> None:

@@ -16,6 +16,11 @@
 - A kernel's workspace lives in the fastest pool: at the offset the plan's
   address assignment gave it (:attr:`~autotm_core.plans.Plan.workspace_offsets`),
   else in a scratch arena bound to the fastest pool's node (with a note).
+- A rerun (:class:`~autotm_core.plans.Rerun`) writes each output it restores into that
+  residency (in the fastest pool, beginning at its boundary); the outputs it drops and its
+  workspace, which the plan gives no address, go in the same scratch arena, laid out afresh
+  at each boundary (they live only while the boundary's reruns run, when no kernel's
+  workspace does).
 """
 
 from __future__ import annotations
@@ -52,6 +57,12 @@ class Layout:
     """``(arena index, offset)`` of each kernel with a workspace."""
     notes: tuple[str, ...]
     """What the run should be read with (default bindings, packing, scratch arena)."""
+    rerun_places: Mapping[tuple[int, str], tuple[int, int]] = attrs.field(factory=dict)
+    """``(arena index, offset)`` each rerun writes each of its outputs to, by (position in
+    ``plan.reruns``, tensor): the residency it restores, else the scratch arena."""
+    rerun_workspace_places: Mapping[int, tuple[int, int]] = attrs.field(factory=dict)
+    """``(arena index, offset)`` of the workspace of each rerun (position in ``plan.reruns``)
+    whose kernel has one: the scratch arena."""
 
 
 def fits_machine(system: MemorySystem, fit_machine: bool | None) -> bool:
@@ -169,12 +180,54 @@ def plan_layout(
                          f"an offset were packed (lowest fit); its arena is {format_bytes(top)}")
         sizes.append(top)
     requests = [ArenaRequest(pool.name, sizes[p], nodes[p]) for p, pool in enumerate(system.pools)]
+    rerun_places, rerun_workspaces, rerun_scratch = _reruns(plan, graph, system, places,
+                                                            len(system.pools))
+    if rerun_scratch:
+        notes.append(f"{len(plan.reruns)} reruns: the outputs they drop and their workspaces "
+                     f"(up to {format_bytes(rerun_scratch)} at one boundary) use the scratch arena "
+                     f"on node {nodes[0]}, outside pool {system.pools[0].name!r}")
+    scratch = max(scratch, rerun_scratch)
     if scratch:
         requests.append(ArenaRequest(SCRATCH, scratch, nodes[0]))
         notes.append(f"{sum(1 for a, _ in workspaces.values() if a == len(system.pools))} kernel "
                      f"workspaces have no address in the plan; they use a {format_bytes(scratch)} "
                      f"scratch arena on node {nodes[0]}, outside pool {system.pools[0].name!r}")
-    return Layout(tuple(requests), tuple(places), workspaces, tuple(notes))  # type: ignore[arg-type]
+    return Layout(tuple(requests), tuple(places), workspaces, tuple(notes),  # type: ignore[arg-type]
+                  rerun_places, rerun_workspaces)
+
+
+def _reruns(
+    plan: Plan, graph: Graph, system: MemorySystem, places: list[tuple[int, int] | None],
+    scratch_arena: int,
+) -> tuple[dict[tuple[int, str], tuple[int, int]], dict[int, tuple[int, int]], int]:
+    """Where each rerun writes each output and has its workspace, and the scratch bytes the
+    reruns of one boundary need at most (outputs dropped, then the largest workspace)."""
+    fastest = system.pools[0].name
+    landed = {(m.tensor, m.target, m.kernel) for m in plan.moves}
+    restores = {(r.tensor, r.first): i for i, r in enumerate(plan.residencies)
+                if r.pool == fastest and (r.tensor, r.pool, r.first) not in landed}
+    outputs: dict[tuple[int, str], tuple[int, int]] = {}
+    workspaces: dict[int, tuple[int, int]] = {}
+    used: dict[int, int] = collections.defaultdict(int)  # boundary -> scratch bytes taken
+    for j, rerun in enumerate(plan.reruns):
+        for name in dict.fromkeys(graph.kernels[rerun.kernel].outputs):
+            i = restores.get((name, rerun.before))
+            if i is not None:
+                outputs[j, name] = places[i]  # type: ignore[assignment]
+                continue
+            outputs[j, name] = (scratch_arena, used[rerun.before])
+            used[rerun.before] += _aligned(graph.tensor(name).nbytes)
+    top = dict(used)
+    for j, rerun in enumerate(plan.reruns):
+        size = graph.kernels[rerun.kernel].workspace_nbytes
+        if size:
+            workspaces[j] = (scratch_arena, used[rerun.before])
+            top[rerun.before] = max(top.get(rerun.before, 0), used[rerun.before] + size)
+    return outputs, workspaces, max(top.values(), default=0)
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-max(nbytes, 1) // PACK_ALIGNMENT_NBYTES) * PACK_ALIGNMENT_NBYTES
 
 
 def _used(plan: Plan, graph: Graph, pool: str) -> int:

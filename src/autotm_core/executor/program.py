@@ -20,7 +20,15 @@ Everything is resolved here, once, so the loop only indexes lists:
   must be the place of the residency in the same pool covering the last kernel
   (:class:`~autotm_core.errors.ExecutionError` otherwise);
 - the final bytes of a surviving tensor are those of its last writer: the pool
-  its last kernel wrote it to, or the last move into a pool after that.
+  its last kernel wrote it to, or the last move into a pool after that;
+- a rerun before ``b`` runs after the synchronous moves before ``b`` (the reruns there in
+  the plan's order) and reads each input in the fastest pool: an output of an earlier rerun
+  at that boundary, else the residency there covering ``b - 1`` and ``b``, else the one a
+  synchronous move lands at ``b``, else the one a synchronous move copies out at ``b``
+  (each occupies the pool at the boundary; a residency merely ending at ``b - 1`` may share
+  its memory with one landing at ``b``); it writes each output where the layout says
+  (:attr:`~autotm_core.executor.Layout.rerun_places`). An asynchronous move is joined before
+  a rerun that reads or writes its tensor, too.
 """
 
 from __future__ import annotations
@@ -82,6 +90,21 @@ class Copy:
 
 
 @attrs.frozen(slots=True, eq=False)
+class RerunOps:
+    """One rerun of the plan, resolved: its kernel's replay rows at the boundary."""
+
+    rerun: int
+    """Position in ``plan.reruns``."""
+    kernel: int
+    """The kernel it runs again."""
+    before: int
+    """The kernel it runs just before (after that boundary's synchronous moves)."""
+    rows: IntArray
+    """``(m, 5)`` replay rows as a kernel's: its inputs' reads where they are at the
+    boundary, its outputs' writes where the layout puts them, its workspace."""
+
+
+@attrs.frozen(slots=True, eq=False)
 class Program:
     """What the run loop executes; addresses are (arena index, offset) until linked."""
 
@@ -107,6 +130,11 @@ class Program:
     """``(f, 5)`` rows holding the final bytes of each surviving tensor."""
     final_tensors: tuple[str, ...]
     """Tensor of each :attr:`final` row."""
+    reruns: tuple[RerunOps, ...] = ()
+    """Every rerun of the plan, in its order."""
+    reruns_before: tuple[tuple[int, ...], ...] = ()
+    """Positions in :attr:`reruns` of the reruns at the boundary before each kernel, in order
+    (empty: none anywhere)."""
 
 
 def _held_at(rows: Sequence[tuple[int, int, int]], k: int) -> bool:
@@ -159,6 +187,10 @@ def build_program(
     moved_at: dict[str, list[int]] = collections.defaultdict(list)
     for m in plan.moves:
         moved_at[m.tensor].append(m.kernel)
+    reruns, reruns_before = _reruns(plan, graph, layout, spans)
+    for ops in reruns:  # an asynchronous move is done before a rerun touching its tensor
+        for name in (*graph.kernels[ops.kernel].inputs, *graph.kernels[ops.kernel].outputs):
+            moved_at[name].append(ops.before)
     landed: set[int] = set()
     for j, m in enumerate(plan.moves):
         is_async = m.kind is MoveKind.ASYNC
@@ -215,8 +247,62 @@ def build_program(
         sync=tuple(map(tuple, sync)), asynchronous=tuple(map(tuple, asyn)),
         joins=tuple(map(tuple, joins)), initial=_table(initial), arriving=_table(arriving),
         final=_table(final),
-        final_tensors=tuple(final_tensors),
+        final_tensors=tuple(final_tensors), reruns=tuple(reruns),
+        reruns_before=tuple(map(tuple, reruns_before)),
     )
+
+
+def _reruns(
+    plan: Plan, graph: Graph, layout: Layout,
+    spans: dict[tuple[str, str], list[tuple[int, int, int]]],
+) -> tuple[list[RerunOps], list[list[int]]]:
+    """Each rerun's rows (see the module doc), and which reruns run before each kernel."""
+    n = len(graph.kernels)
+    fastest = layout.requests[0].name if layout.requests else ""
+    sync = [m for m in plan.moves if m.kind is MoveKind.SYNC]
+    landing = {(m.tensor, m.kernel) for m in sync if m.target == fastest}
+    leaving = {(m.tensor, m.kernel) for m in sync if m.source == fastest}
+    out: list[RerunOps] = []
+    before: list[list[int]] = [[] for _ in range(n)] if plan.reruns else []
+    written: dict[int, dict[str, tuple[int, int]]] = collections.defaultdict(dict)
+
+    def boundary_place(name: str, b: int, what: str) -> tuple[int, int]:
+        # Only a residency occupying the pool at the boundary holds the bytes there: one
+        # ending just before it may share its memory with one a synchronous move lands.
+        held = spans.get((name, fastest), ())
+        for first, last, i in held:
+            if first <= b - 1 and b <= last:
+                return layout.residency_places[i]
+        for first, _, i in held:
+            if first == b and (name, b) in landing:
+                return layout.residency_places[i]
+        for first, last, i in held:
+            if first <= b - 1 == last and (name, b) in leaving:
+                return layout.residency_places[i]
+        raise ExecutionError(
+            f"{what}: its input {name!r} is not in pool {fastest!r} at that boundary",
+            hint="verify the plan ('python -m autotm_core verify'); the executor follows it as is",
+        )
+
+    for j, rerun in enumerate(plan.reruns):
+        k, b = rerun.kernel, rerun.before
+        kernel = graph.kernels[k]
+        what = f"reruns[{j}] (kernel {kernel.name!r} again before {graph.kernels[b].name!r})"
+        here = written[b]
+        rows: list[tuple[int, int, int, int, int]] = []
+        for name in dict.fromkeys(kernel.inputs):
+            arena, offset = here.get(name) or boundary_place(name, b, what)
+            rows.append((arena, offset, graph.tensor(name).nbytes, 0, READ))
+        for name in dict.fromkeys(kernel.outputs):
+            arena, offset = here[name] = layout.rerun_places[j, name]
+            rows.append((arena, offset, graph.tensor(name).nbytes, seed_of(name), WRITE))
+        if j in layout.rerun_workspace_places:
+            arena, offset = layout.rerun_workspace_places[j]
+            rows.append((arena, offset, kernel.workspace_nbytes,
+                         seed_of(f"workspace:{kernel.name}"), SCRATCH))
+        out.append(RerunOps(j, k, b, _table(rows)))
+        before[b].append(j)
+    return out, before
 
 
 def _check_carried(

@@ -26,6 +26,22 @@ class PoolRun:
     """How many of those were on :attr:`node`."""
 
 
+@attrs.frozen(slots=True)
+class RerunRun:
+    """One rerun of the plan as it ran: which kernel, at which boundary, measured against
+    predicted time."""
+
+    kernel: int
+    """Position of the kernel run again."""
+    before: int
+    """Position of the kernel it ran just before."""
+    measured_seconds: float
+    """Median time it took over the repetitions."""
+    predicted_seconds: float
+    """Its time as the simulator prices it: its kernel's with every tensor in the fastest
+    pool (:func:`~autotm_core.costs.model.rerun_seconds`)."""
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class ResultCheck:
     """A run's results compared with a reference: the replay kernels' bytes with a replay of
@@ -77,11 +93,12 @@ class ExecutionReport:
     kernel_seconds: FloatArray
     """``(n,)`` median time of each kernel itself."""
     sync_seconds: FloatArray
-    """``(n,)`` median time of the synchronous copies before each kernel."""
+    """``(n,)`` median time of the synchronous copies before each kernel (reruns apart)."""
     wait_seconds: FloatArray
     """``(n,)`` median time spent waiting for asynchronous copies before each kernel."""
     measured_seconds: FloatArray
-    """``(n,)`` median of wait + sync copies + kernel, per kernel."""
+    """``(n,)`` median of wait + sync copies + reruns before it + submitting its asynchronous
+    copies + kernel, per kernel."""
     step_seconds: FloatArray
     """``(repeat,)`` wall time of each repetition of the whole step."""
     step_on_cpu_seconds: FloatArray
@@ -89,7 +106,8 @@ class ExecutionReport:
     time it spent blocked on asynchronous copies. Time other processes took the core away
     is not in it; on an idle machine it equals :attr:`step_seconds`."""
     predicted_seconds: FloatArray
-    """``(n,)`` simulated synchronous copies + effective kernel time, per kernel."""
+    """``(n,)`` simulated synchronous copies + reruns before it + effective kernel time, per
+    kernel."""
     predicted_step_seconds: float
     """Simulated step time."""
     sync_nbytes: int
@@ -105,7 +123,15 @@ class ExecutionReport:
     final_digests: dict[str, int]
     """Digest of each surviving tensor's final bytes."""
     check: ResultCheck | None
-    """Comparison of the results with the kernels' reference, when it was run."""
+    """Comparison of the results with the kernels' reference, when it was run; it fails,
+    named in its detail, when a rerun read other bytes than its kernel first did."""
+    rerun_seconds: FloatArray = attrs.field(factory=lambda: np.zeros(0))
+    """``(n,)`` median time of the reruns at the boundary before each kernel (empty: made
+    without)."""
+    predicted_rerun_seconds: FloatArray = attrs.field(factory=lambda: np.zeros(0))
+    """``(n,)`` simulated time of the reruns at the boundary before each kernel."""
+    reruns: tuple[RerunRun, ...] = ()
+    """Each rerun of the plan, in its order, measured against predicted."""
 
     @property
     def measured_step_seconds(self) -> float:
@@ -142,9 +168,11 @@ class ExecutionReport:
 
     @property
     def overhead_seconds(self) -> float:
-        """Median step time not spent in kernels, copies or waits: the executor's own cost."""
+        """Median step time not spent in kernels, reruns, copies or waits: the executor's own
+    cost."""
         return self.measured_step_seconds - float(
             self.kernel_seconds.sum() + self.sync_seconds.sum() + self.wait_seconds.sum()
+            + self.rerun_seconds.sum()
         )
 
     @property

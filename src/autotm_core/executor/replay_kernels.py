@@ -4,13 +4,16 @@ The default :class:`~autotm_core.executor.kernels.KernelRunner`. Its memory is
 :class:`~autotm_core.executor.memory.NumaMemory`; a kernel is one call of the
 numba kernel :func:`~autotm_core.executor.replay.run_kernel` over the program's
 rows (docs/executor.md, "Replay kernels"), which returns the hash of the bytes
-it read. The steps form a training loop: before step 0 every tensor existing
-before the step gets its initial bytes, before each later step only the inputs
-get that step's data. The check replays the graph for as many steps with every
-tensor in one pool (:mod:`~autotm_core.executor.check`).
+it read; a rerun is the same call over the rerun's rows. The steps form a
+training loop: before step 0 every tensor existing before the step gets its
+initial bytes, before each later step only the inputs get that step's data.
+The check replays the graph for as many steps with every tensor in one pool
+(:mod:`~autotm_core.executor.check`).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from autotm_core.arrays import U64Array
 from autotm_core.executor.kernels import KernelsDone, RunSetup
@@ -43,6 +46,11 @@ class ReplayKernels:
         self._arriving = link(program.arriving, memory.bases)
         self._ptr = program.kernel_ptr.tolist()
         self._iterations = program.iterations.tolist()
+        reruns = program.reruns
+        self._rerun_ops = link(np.concatenate([np.zeros((0, 5), dtype=np.int64),
+                                               *(r.rows for r in reruns)]), memory.bases)
+        self._rerun_ptr = np.cumsum([0, *(len(r.rows) for r in reruns)]).tolist()
+        self._rerun_iterations = [self._iterations[r.kernel] for r in reruns]
         return memory
 
     def begin_step(self, step: int) -> None:
@@ -54,6 +62,13 @@ class ReplayKernels:
         """The replay of kernel ``k``: the hash of what it read."""
         return int(self._replay.run_kernel(self._bytes, self._words, self._ops, self._ptr[k],
                                            self._ptr[k + 1], self._iterations[k])[0])
+
+    def run_rerun(self, rerun: int) -> int:
+        """Kernel ``program.reruns[rerun].kernel`` replayed again on the rerun's rows: the
+        same bytes read give the same bytes written."""
+        return int(self._replay.run_kernel(self._bytes, self._words, self._rerun_ops,
+                                           self._rerun_ptr[rerun], self._rerun_ptr[rerun + 1],
+                                           self._rerun_iterations[rerun])[0])
 
     def after_kernel(self, k: int) -> None:
         """Nothing to keep: every value stays in the arenas."""

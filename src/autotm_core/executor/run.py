@@ -8,14 +8,18 @@ the one run loop every runner goes through, runs the step ``repeat`` times after
 one untimed warm-up: ``repeat + 1`` steps, each starting with what the runner writes
 before it (:meth:`~autotm_core.executor.kernels.KernelRunner.begin_step`). Per
 kernel, in order: wait for the asynchronous copies that must be done before it, do
-its synchronous copies, submit its asynchronous copies, run the kernel. Each phase
+its synchronous copies, run the reruns at the boundary before it (the plan's
+:class:`~autotm_core.plans.Rerun` records, with the same runner as the kernels), submit
+its asynchronous copies, run the kernel. Each phase
 is timed with the memory's marks; the report gives medians over the repetitions
 next to the simulator's prediction. Each step's main-thread CPU time
 (``time.thread_time_ns``) is kept too: with the time the thread was blocked on
 copies added, it is the step's time with the cores to itself, which other processes
 taking the cores away do not lengthen. The loop hashes what each kernel read (or
 takes the kernels' own hashes) and every surviving tensor's final bytes, and the
-runner checks the results against its reference.
+runner checks the results against its reference. A rerun must read the bytes its kernel
+read when it first ran in the same step: the loop hashes a rerun's reads as it does a
+kernel's, and a rerun that read other bytes makes the check fail, named.
 """
 
 from __future__ import annotations
@@ -26,15 +30,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
-from autotm_core.costs.model import KernelCosts
+from autotm_core.costs.model import KernelCosts, rerun_seconds
 from autotm_core.errors import UsageError
 from autotm_core.executor.kernels import KernelRunner, Memory, RunSetup
 from autotm_core.executor.layout import Layout, plan_layout
 from autotm_core.executor.program import Copy, Program, build_program
-from autotm_core.executor.records import ExecutionReport
+from autotm_core.executor.records import ExecutionReport, RerunRun, ResultCheck
 from autotm_core.executor.rows import READ
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -45,8 +50,10 @@ logger = logging.getLogger(__name__)
 ViewOf = Callable[[str, str, int], Any]
 """``view(tensor, pool, kernel)``: the region of ``tensor``'s residency in ``pool`` at
 ``kernel`` (a NumPy ``uint8`` view in NUMA memory)."""
-PHASES = ("wait", "sync", "submit", "kernel")
+PHASES = ("wait", "sync", "rerun", "submit", "kernel")
 """What the loop times before and in each kernel, in order."""
+WAIT, SYNC, RERUN, SUBMIT, KERNEL = range(len(PHASES))
+"""Positions of the phases in :data:`PHASES` (the loop's ``samples``)."""
 
 
 def execute(
@@ -88,11 +95,18 @@ def execute(
     runner: KernelRunner = kernels if kernels is not None else ReplayKernels()
     check_plan(plan, graph, system)
     costs = costs if costs is not None else resolve_costs(graph, system)
-    predicted, predicted_step = prediction(plan, graph, system, costs)
+    predicted, predicted_step, predicted_reruns = prediction(plan, graph, system, costs)
     layout = plan_layout(plan, graph, system, bind=bind, arena_nbytes=arena_nbytes,
                          fit_machine=fit_machine)
     program = build_program(plan, graph, layout, flops=estimate_flops(graph).flops,
                             flops_scale=flops_scale)
+    if plan.reruns and not callable(getattr(runner, "run_rerun", None)):
+        raise UsageError(
+            f"the plan reruns {len(plan.reruns)} kernels, but the {runner.name!r} kernels "
+            "cannot run a kernel again (they have no run_rerun)",
+            hint="run it with kernels that rerun (the replay kernels do), or plan without "
+            "recomputation",
+        )
     memory = runner.open(RunSetup(plan, graph, system, layout, program))
     try:
         loop = StepLoop(runner, memory, program, steps=repeat + 1)
@@ -110,11 +124,13 @@ def execute(
         arenas = memory.arenas_made()
     finally:
         memory.close()
-    if done.check is not None and not done.check.matches:
+    check = _with_reruns(done.check, loop.rerun_mismatch(), plan, graph)
+    if check is not None and not check.matches:
         logger.warning("the run's results differ from %s (first at kernel %d of step %d)",
-                       done.check.reference, done.check.first_kernel, done.check.step)
+                       check.reference, check.first_kernel, check.step)
     samples = loop.samples[1:]
     median = np.median(samples, axis=0)
+    rerun_median = np.median(loop.rerun_samples[1:], axis=0)
     notes = [*layout.notes, *done.notes]
     bound = {a.node for a in arenas if a.policy_nodes}
     same = len(bound) == 1 and all(a.policy_nodes for a in arenas)
@@ -125,16 +141,37 @@ def execute(
         graph=graph.name, system=system.name, predicted_for=prediction_machine(system),
         kernels=runner.name, planner=plan.planner, repeat=repeat,
         kernel_names=tuple(k.name for k in graph.kernels), pools=arenas, notes=tuple(notes),
-        same_memory=same, kernel_seconds=median[3], sync_seconds=median[1],
-        wait_seconds=median[0], measured_seconds=np.median(samples.sum(axis=1), axis=0),
+        same_memory=same, kernel_seconds=median[KERNEL], sync_seconds=median[SYNC],
+        wait_seconds=median[WAIT], measured_seconds=np.median(samples.sum(axis=1), axis=0),
         step_seconds=loop.step_seconds[1:], step_on_cpu_seconds=loop.on_cpu_seconds[1:],
         predicted_seconds=predicted, predicted_step_seconds=predicted_step,
         sync_nbytes=sum(c.nbytes for cs in program.sync for c in cs),
         async_nbytes=sum(c.nbytes for cs in program.asynchronous for c in cs),
         async_copy_seconds=float(np.median(loop.copy_seconds[1:])),
         digests=loop.digests[-1 if runner.hashes_reads else 0], final_digests=final,
-        check=done.check,
+        check=check, rerun_seconds=median[RERUN], predicted_rerun_seconds=predicted_reruns,
+        reruns=tuple(
+            RerunRun(ops.kernel, ops.before, float(rerun_median[ops.rerun]),
+                     rerun_seconds(costs, ops.kernel, len(graph.kernels[ops.kernel].tensors)))
+            for ops in program.reruns),
     )
+
+
+def _with_reruns(check: ResultCheck | None, mismatch: tuple[int, int] | None, plan: Plan,
+                 graph: Graph) -> ResultCheck | None:
+    """The runner's check, failed when a rerun read other bytes than its kernel did."""
+    if mismatch is None:
+        return check
+    step, j = mismatch
+    rerun = plan.reruns[j]
+    detail = (f"reruns[{j}] (kernel {graph.kernels[rerun.kernel].name!r} again before "
+              f"{graph.kernels[rerun.before].name!r}) read other bytes in step {step} than the "
+              "kernel read when it first ran")
+    if check is None:
+        return ResultCheck(reference="each rerun's kernel as it first ran", matches=False,
+                           first_kernel=rerun.kernel, step=step, detail=detail)
+    return attrs.evolve(check, matches=False,
+                        detail="; ".join(d for d in (check.detail, detail) if d))
 
 
 def prediction_machine(system: MemorySystem) -> str:
@@ -148,25 +185,30 @@ def prediction_machine(system: MemorySystem) -> str:
 
 def prediction(
     plan: Plan, graph: Graph, system: MemorySystem, costs: KernelCosts
-) -> tuple[npt.NDArray[np.float64], float]:
+) -> tuple[npt.NDArray[np.float64], float, npt.NDArray[np.float64]]:
     """What a run is compared with: the simulated time of each kernel (its synchronous
-    copies and its effective time) and of the step."""
+    copies, the reruns before it and its effective time), of the step, and of the reruns
+    before each kernel."""
     from autotm_core.simulation import simulate
 
     sim = simulate(plan, graph, system, costs)
-    return sim.sync_seconds + sim.effective_seconds, float(sim.step_seconds)
+    reruns = (sim.rerun_seconds if len(sim.rerun_seconds)
+              else np.zeros(len(graph.kernels), dtype=np.float64))
+    return (sim.sync_seconds + reruns + sim.effective_seconds, float(sim.step_seconds),
+            np.asarray(reruns, dtype=np.float64))
 
 
 class StepLoop:
     """The run loop, in the shape of torch.fx's ``Interpreter``: :meth:`run_step` runs
     one step kernel by kernel through per-kernel methods (:meth:`join`, :meth:`copy`,
-    :meth:`submit`, :meth:`run_kernel`), each the one place that phase happens (a subclass
-    overrides one to change it); the kernels themselves are the runner's, the copies the
-    memory's. :func:`execute` drives it.
+    :meth:`rerun`, :meth:`submit`, :meth:`run_kernel`), each the one place that phase
+    happens (a subclass overrides one to change it); the kernels themselves (and their
+    reruns) are the runner's, the copies the memory's. :func:`execute` drives it.
 
     ``samples[step, phase, k]`` (phases :data:`PHASES`), ``step_seconds``,
-    ``on_cpu_seconds``, ``copy_seconds`` (each step's) and ``digests[step, k]`` (the hash of
-    what kernel ``k`` read) fill as steps run.
+    ``on_cpu_seconds``, ``copy_seconds`` (each step's), ``digests[step, k]`` (the hash of
+    what kernel ``k`` read), ``rerun_samples[step, r]`` and ``rerun_digests[step, r]`` (the
+    time of rerun ``r`` of ``program.reruns`` and the hash of what it read) fill as steps run.
     """
 
     def __init__(
@@ -185,6 +227,8 @@ class StepLoop:
         rows = program.rows
         self.reads = [rows[ptr[k]:ptr[k + 1]][rows[ptr[k]:ptr[k + 1], 4] == READ]
                       for k in range(n)]
+        self.reruns_before = [list(rs) for rs in program.reruns_before] or [[] for _ in range(n)]
+        self.rerun_reads = [ops.rows[ops.rows[:, 4] == READ] for ops in program.reruns]
         self.tickets: dict[int, int] = {}
         self.blocked_ns = 0
         self.after: Callable[[int], None] | None = None
@@ -195,11 +239,16 @@ class StepLoop:
         self.on_cpu_seconds = np.zeros(steps, dtype=np.float64)
         self.copy_seconds = np.zeros(steps, dtype=np.float64)
         self.digests = np.zeros((steps, n), dtype=np.uint64)
+        self.rerun_samples = np.zeros((steps, len(program.reruns)), dtype=np.float64)
+        self.rerun_digests = np.zeros((steps, len(program.reruns)), dtype=np.uint64)
+        self._step, self._hash_reads = 0, False
+        self._rerun_marks: list[tuple[int, Any, Any]] = []
 
     def run_step(self, step: int) -> None:
         """Step ``step`` of the loop (0: the warm-up), timed into the loop's arrays."""
         memory, runner, mark = self.memory, self.runner, self.memory.mark
         hash_reads = step == 0 and not runner.hashes_reads
+        self._step, self._hash_reads, self._rerun_marks = step, hash_reads, []
         after = self.after if step > 0 else None
         runner.begin_step(step)
         memory.finish()
@@ -214,14 +263,19 @@ class StepLoop:
             m1 = mark()
             self.copy(k)
             m2 = mark()
+            if self.reruns_before[k]:
+                self.rerun(k)
+                m3 = mark()
+            else:  # no rerun here: no mark either, so the phase is exactly 0
+                m3 = m2
             self.submit(k)
-            m3 = mark()
+            m4 = mark()
             if hash_reads:  # the warm-up is untimed: hashing here costs no measurement
                 digests[k] = self.hash_reads(k)
                 self.run_kernel(k)
             else:
                 digests[k] = self.run_kernel(k)
-            marks.append((m0, m1, m2, m3, mark()))
+            marks.append((m0, m1, m2, m3, m4, mark()))
             runner.after_kernel(k)
             if after is not None:
                 after(k)
@@ -233,15 +287,17 @@ class StepLoop:
         cpu = time.thread_time_ns() - cpu_start
         seconds = memory.seconds
         samples = self.samples[step]
-        for k, (m0, m1, m2, m3, m4) in enumerate(marks):
-            samples[0, k], samples[1, k] = seconds(m0, m1), seconds(m1, m2)
-            samples[2, k], samples[3, k] = seconds(m2, m3), seconds(m3, m4)
+        for k, times in enumerate(marks):
+            for phase in range(len(PHASES)):
+                samples[phase, k] = seconds(times[phase], times[phase + 1])
+        for r, m0, m1 in self._rerun_marks:
+            self.rerun_samples[step, r] = seconds(m0, m1)
         self.step_seconds[step] = seconds(start, end)
         self.on_cpu_seconds[step] = (cpu + self.blocked_ns) * 1e-9
         self.copy_seconds[step] = memory.copy_seconds() - copied
 
     def join(self, k: int) -> None:
-        """Wait for the asynchronous copies kernel ``k`` must see done."""
+        """Wait for the asynchronous copies kernel ``k`` (or a rerun before it) must see done."""
         if self.joins[k]:
             held = time.perf_counter_ns()
             for move in self.joins[k]:
@@ -252,6 +308,20 @@ class StepLoop:
         """The synchronous moves before kernel ``k``."""
         for _, source, target in self.sync[k]:
             self.memory.copy(source, target)
+
+    def rerun(self, k: int) -> None:
+        """The reruns at the boundary before kernel ``k``, in the plan's order, each timed and
+        the hash of what it read kept (taken by the loop in the warm-up for runners that do
+        not hash their reads)."""
+        mark, runner = self.memory.mark, self.runner
+        for r in self.reruns_before[k]:
+            m0 = mark()
+            if self._hash_reads:
+                self.rerun_digests[self._step, r] = self._hash(self.rerun_reads[r])
+                runner.run_rerun(r)
+            else:
+                self.rerun_digests[self._step, r] = runner.run_rerun(r)
+            self._rerun_marks.append((r, m0, mark()))
 
     def submit(self, k: int) -> None:
         """Start the asynchronous moves during kernel ``k``."""
@@ -265,7 +335,20 @@ class StepLoop:
 
     def hash_reads(self, k: int) -> int:
         """A hash of the bytes kernel ``k`` is about to read, taken through the memory."""
-        row_digests = np.ascontiguousarray(self.memory.digests(self.reads[k]), dtype=np.uint64)
+        return self._hash(self.reads[k])
+
+    def rerun_mismatch(self) -> tuple[int, int] | None:
+        """The first (step, rerun) whose reads differ from its kernel's in that step (only
+        the warm-up's are known for runners that do not hash their reads), else ``None``."""
+        steps = len(self.digests) if self.runner.hashes_reads else 1
+        for step in range(steps):
+            for ops in self.program.reruns:
+                if self.rerun_digests[step, ops.rerun] != self.digests[step, ops.kernel]:
+                    return step, ops.rerun
+        return None
+
+    def _hash(self, rows: Any) -> int:
+        row_digests = np.ascontiguousarray(self.memory.digests(rows), dtype=np.uint64)
         return int.from_bytes(hashlib.blake2b(row_digests.tobytes(), digest_size=8).digest(),
                               "little")
 

@@ -140,36 +140,57 @@ def resolve_kernels(
 ) -> list[KernelRun]:
     """Each kernel of ``graph`` with its node, arguments, places and way to run."""
     by_name = {n.name: n for n in traced.module.graph.nodes}
-    nbytes = {t.name: t.nbytes for t in graph.tensors}
+    return [_resolve(by_name[kernel.name], kernel, graph,
+                     program.rows[program.kernel_ptr[k]:program.kernel_ptr[k + 1]],
+                     storages, device_of, device, region)
+            for k, kernel in enumerate(graph.kernels)]
+
+
+def resolve_reruns(
+    traced: Traced, graph: Any, storages: Mapping[Any, str], program: Any,
+    device_of: Callable[[int], torch.device], device: torch.device,
+    region: Callable[[int, int, int], torch.Tensor],
+) -> list[KernelRun]:
+    """Each rerun of the program (:attr:`autotm_core.executor.Program.reruns`) as its
+    kernel's node resolved over the rerun's rows: its inputs where they are at the rerun's
+    boundary, its outputs where the rerun writes them."""
+    by_name = {n.name: n for n in traced.module.graph.nodes}
+    return [_resolve(by_name[graph.kernels[ops.kernel].name], graph.kernels[ops.kernel], graph,
+                     ops.rows, storages, device_of, device, region)
+            for ops in program.reruns]
+
+
+def _resolve(
+    node: torch.fx.Node, kernel: Any, graph: Any, rows: Any, storages: Mapping[Any, str],
+    device_of: Callable[[int], torch.device], device: torch.device,
+    region: Callable[[int, int, int], torch.Tensor],
+) -> KernelRun:
+    """``kernel`` (of ``node``) over its program ``rows``: reads, then writes, then scratch."""
 
     def to_ref(value: Any) -> Any:
         return ref_of(storages, value) if isinstance(value, torch.Tensor) else value
 
-    kernels = []
-    for k, kernel in enumerate(graph.kernels):
-        node = by_name[kernel.name]
-        rows = program.rows[program.kernel_ptr[k]:program.kernel_ptr[k + 1]]
-        names = [*dict.fromkeys(kernel.inputs), *dict.fromkeys(kernel.outputs)]
-        places = {n: (int(r[0]), int(r[1]), nbytes[n]) for n, r in zip(names, rows, strict=False)}
-        new = set(kernel.outputs) - set(kernel.inputs)
-        returns = [ref_of(storages, t) if isinstance(t, torch.Tensor)
-                   and storages.get(internals.storage_key(t)) in new else None
-                   for t in internals.tree_leaves(node.meta.get("val"))]
-        variant = out_variant(node.target)
-        if not any(returns):
-            mode = "in place"
-        elif variant is not None and all(returns) and len(returns) == len(variant.out_names):
-            mode = "out="
-        else:
-            mode = "copied"
-        staged = {n for n, (a, _, _) in places.items() if device_of(a) != device}
-        entry = KernelRun(node, mode, internals.tree_map(to_ref, values_of(node.args)),
-                          internals.tree_map(to_ref, values_of(node.kwargs)), returns, places,
-                          set(kernel.outputs), staged)
-        if not staged:  # views over arena memory stay valid: make them once
-            entry.bound = bind(entry, {n: region(*p) for n, p in places.items()}, device)
-        kernels.append(entry)
-    return kernels
+    names = [*dict.fromkeys(kernel.inputs), *dict.fromkeys(kernel.outputs)]
+    places = {n: (int(r[0]), int(r[1]), graph.tensor(n).nbytes)
+              for n, r in zip(names, rows, strict=False)}
+    new = set(kernel.outputs) - set(kernel.inputs)
+    returns = [ref_of(storages, t) if isinstance(t, torch.Tensor)
+               and storages.get(internals.storage_key(t)) in new else None
+               for t in internals.tree_leaves(node.meta.get("val"))]
+    variant = out_variant(node.target)
+    if not any(returns):
+        mode = "in place"
+    elif variant is not None and all(returns) and len(returns) == len(variant.out_names):
+        mode = "out="
+    else:
+        mode = "copied"
+    staged = {n for n, (a, _, _) in places.items() if device_of(a) != device}
+    entry = KernelRun(node, mode, internals.tree_map(to_ref, values_of(node.args)),
+                      internals.tree_map(to_ref, values_of(node.kwargs)), returns, places,
+                      set(kernel.outputs), staged)
+    if not staged:  # views over arena memory stay valid: make them once
+        entry.bound = bind(entry, {n: region(*p) for n, p in places.items()}, device)
+    return entry
 
 
 def bind(kernel: KernelRun, regions: Mapping[str, torch.Tensor], device: torch.device) -> Any:

@@ -79,6 +79,10 @@ class CapturedKernels:
         """The ATen op of kernel ``k``."""
         return self.kernels.run_kernel(k)
 
+    def run_rerun(self, rerun: int) -> int:
+        """The ATen op of a rerun's kernel again."""
+        return self.kernels.run_rerun(rerun)
+
     def after_kernel(self, k: int) -> None:
         """A returned value read out."""
         self.kernels.after_kernel(k)

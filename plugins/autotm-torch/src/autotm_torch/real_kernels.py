@@ -17,6 +17,10 @@ says which, when, and what to wait for). Each kernel then runs one of three ways
   by op in :attr:`RealRun.copied`.
 
 View-only nodes are not run: whoever reads a view rebuilds it from the arena.
+A plan's reruns (:class:`autotm_core.plans.Rerun`) run the same op again, the same
+way, over the rerun's places: its inputs where they are in the fastest pool at the
+rerun's boundary, its outputs into the residency it restores or into scratch
+(:attr:`autotm_core.executor.Program.reruns`), counted by op in :attr:`RealRun.reruns`.
 Tensors in a pool on another device than the step's (host memory of a GPU
 step) are staged through a temporary on the step's device around the kernel,
 and counted (:attr:`RealRun.staged_nbytes`). Where each tensor is, is resolved
@@ -61,6 +65,7 @@ from autotm_torch.arena_views import (
     placeholders,
     ref_of,
     resolve_kernels,
+    resolve_reruns,
     snapshots,
     storage_bytes,
     view,
@@ -114,6 +119,8 @@ class RealRun:
     """Op -> kernels whose results were copied into the arena (see the module doc)."""
     staged_nbytes: int
     """Bytes staged to the step's device and back, per step."""
+    reruns: Mapping[str, int] = attrs.field(factory=dict)
+    """Op -> reruns of the plan that ran it again (not counted among the kernels above)."""
 
 
 class TorchKernels:
@@ -145,6 +152,8 @@ class TorchKernels:
             self.mem, self.device = mem, step_device(traced)
             self.kernels = resolve_kernels(traced, setup.graph, self.step.storages, program,
                                            mem.device, self.device, self._region)
+            self.reruns = resolve_reruns(traced, setup.graph, self.step.storages, program,
+                                         mem.device, self.device, self._region)
             self.initial = [(self._region(*row[:3]),
                              storage_bytes(initial_by_name[by_seed[int(row[3])]]))
                             for row in program.initial]
@@ -169,6 +178,11 @@ class TorchKernels:
     def run_kernel(self, k: int) -> int:
         """The ATen op of kernel ``k`` on its arena views (0: the loop hashes reads itself)."""
         _run(self.kernels[k], self.mem, self.device)
+        return 0
+
+    def run_rerun(self, rerun: int) -> int:
+        """The ATen op of ``program.reruns[rerun]``'s kernel again, over the rerun's places."""
+        _run(self.reruns[rerun], self.mem, self.device)
         return 0
 
     def after_kernel(self, k: int) -> None:
@@ -208,8 +222,9 @@ class TorchKernels:
             report=report, pools=self.mem.name, outputs=self.outputs, final=self.ends,
             in_place=sum(self._modes("in place").values()), out_variant=self._modes("out="),
             copied=self._modes("copied"),
-            staged_nbytes=sum(k.places[t][2] * (1 + (t in k.written)) for k in self.kernels
-                              for t in k.staged),
+            reruns=dict(sorted(collections.Counter(_op_name(k.node) for k in self.reruns).items())),
+            staged_nbytes=sum(k.places[t][2] * (1 + (t in k.written))
+                              for k in (*self.kernels, *self.reruns) for t in k.staged),
         )
 
 
