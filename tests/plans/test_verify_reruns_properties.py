@@ -265,11 +265,6 @@ def overwritten_step() -> tuple[Graph, MemorySystem, Plan]:
     return graph, sys_, plan
 
 
-@pytest.mark.xfail(strict=True, reason="finding: verify_reruns takes an input that an earlier "
-                   "rerun at the boundary recomputes as holding the value the rerun's kernel "
-                   "read, without checking that no kernel wrote it between that earlier kernel "
-                   "and this one (here 'scale_' updates t in place between 'make' and 'use'); "
-                   "the executor's check shows the rerun reads other bytes")
 def test_a_rerun_reading_a_recomputed_value_overwritten_before_its_kernel_is_named():
     graph, sys_, plan = overwritten_step()
     problems = verify_plan(plan, graph, sys_)

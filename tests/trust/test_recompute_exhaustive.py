@@ -43,17 +43,11 @@ HELD = ("finding: the rules let a rerun restore a copy in the fastest pool of a 
         "held in another pool (a recomputation instead of a copy); the model restores only a "
         "tensor it dropped (ilp/reruns.py), so without moves (static) it reads the tensor "
         "from the slow pool instead")
-COPIED_OUT = ("finding: a rerun may read an input from the fastest pool at a boundary where a "
-              "synchronous move copies that input out (the copy is the move's source and is "
-              "still there; verify_reruns accepts it); the synchronous model does not offer "
-              "it (the asynchronous one does, and finds the better plan, with synchronous "
-              "moves only)")
 EARLY = ("finding: the model reruns a producer only just before a use after a gap "
          "(ilp/reruns.py); the rules let it run at any boundary, e.g. one kernel earlier, "
          "while its input is still alive, and the value is then kept until the use (here: "
          "rerun f1 before b1, where x is read for the last time, to restore a1 for b2)")
-FINDINGS = {(5, "static"): HELD, (50, "synchronous"): COPIED_OUT,
-            (95, "synchronous"): COPIED_OUT, (115, "static"): EARLY,
+FINDINGS = {(5, "static"): HELD, (115, "static"): EARLY,
             (115, "synchronous"): EARLY, (115, "asynchronous"): EARLY}
 """(seed, formulation) where the ILP is above the rules' optimum (for the asynchronous
 formulation: above the synchronous optimum), and why."""

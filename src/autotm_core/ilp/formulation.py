@@ -177,7 +177,8 @@ class _Builder:
         self.at_kernel: dict[tuple[int, int], dict[int, int]] = {}
         self.time = 1.0 / SECONDS_PER_UNIT
         # Transitions repeat (21,653 in a 5,000-kernel chain, 55 distinct): see :meth:`_pairs`.
-        self.pairs: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool], list[_Pair]] = {}
+        self.pairs: dict[tuple[int, tuple[int, ...], tuple[int, ...], bool, bool],
+                         list[_Pair]] = {}
         self.cyclic_rows: list[int] = []
         # the exact reduction of asynchronous edges (see :meth:`_async_pays`) needs one channel
         reduce_async = (options.formulation is Formulation.ASYNCHRONOUS and options.reduce
@@ -261,12 +262,13 @@ class _Builder:
                 lp.add_row([*cols, r], [1.0] * len(cols) + [-1.0], lb=0.0)
 
     def _pairs(self, nbytes: int, before: tuple[int, ...], after: tuple[int, ...], *,
-               interior: bool) -> list[_Pair]:
-        """The (state before, state after) pairs a transition keeps, with their synchronous moves.
+               interior: bool, reducible: bool = True) -> list[_Pair]:
+        """The (state before, state after) pairs a transition keeps, with their synchronous moves
+        (``reducible``: the exact edge reductions apply to the tensor).
 
         A pure function of its arguments, so computed once per distinct set of them.
         """
-        key = (nbytes, before, after, interior)
+        key = (nbytes, before, after, interior, reducible)
         pairs = self.pairs.get(key)
         if pairs is None:
             pairs = []
@@ -276,7 +278,8 @@ class _Builder:
                     a, b = self.states[s], self.states[s2]
                     if self.static_cut and s != s2:
                         continue  # static: a tensor cut for reruns keeps its state
-                    if self._dominated(a, b, interior=interior, after_allows=allows):
+                    if reducible and self._dominated(a, b, interior=interior,
+                                                     after_allows=allows):
                         continue
                     sync = move_sources(self.system, nbytes, a, b, asynchronous=False)
                     pairs.append(_Pair(s, s2, self.time * sum(m[2] for m in sync),
@@ -365,7 +368,10 @@ class _Builder:
         dropped = self.dropped
         real_before = tuple(s for s in before if s != dropped)
         real_after = tuple(s for s in after if s != dropped)
-        for pair in self._pairs(tensor.nbytes, real_before, real_after, interior=interior):
+        # the reductions' proofs know no rerun reading the tensor or restoring it
+        reducible = tensor.slots.tensor not in self.reruns.boundaries
+        for pair in self._pairs(tensor.nbytes, real_before, real_after, interior=interior,
+                                reducible=reducible):
             # binary with asynchronous edges: flow conservation would leave it 0 or 1
             # anyway, but HiGHS branches better on it (continuous: example:cnn 1:1 took
             # 47 s to a 1% gap against 22 s, stopping at a plan 1% slower)

@@ -33,7 +33,7 @@ import numpy as np
 
 from autotm_core.costs.model import KernelCosts, rerun_seconds
 from autotm_core.errors import PlanError
-from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ilp.options import FormulationOptions
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 
@@ -164,14 +164,12 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
                 changed = True
 
     boundaries: dict[int, set[int]] = {}
-    asynchronous = options.formulation is Formulation.ASYNCHRONOUS
     for p, b in kept:
         for o in kernel_outputs[p]:
             if o in droppable and int(live.first[o]) < b <= int(live.last[o]):
                 boundaries.setdefault(o, set()).add(b)
-        for u in kernel_inputs[p]:
-            over = int(live.first[u]) <= b - 1 and int(live.last[u]) >= b
-            if over and (u in droppable or asynchronous):
+        for u in kernel_inputs[p]:  # a rerun's read is a use: moves may meet it there
+            if int(live.first[u]) <= b - 1 and int(live.last[u]) >= b:
                 boundaries.setdefault(u, set()).add(b)
     ordered = sorted(kept, key=lambda pb: (pb[1], pb[0]))
     return RerunOptions(

@@ -36,9 +36,10 @@ def _recompute_restrictions(graph: Graph, system: MemorySystem, costs: KernelCos
             return ["no activation is recomputed (recomputation is off): a plan that reruns "
                     "a producer instead of keeping or moving its output is not found"]
         return []
-    out = ["a rerun reads its inputs from the fastest pool and runs only just before a use "
-           "of a value it restores, or at such a boundary as part of a chain of at most "
-           f"{options.recompute_depth} producers"]
+    out = ["a rerun runs only just before a use of a value it restores (or at such a "
+           f"boundary, in a chain of at most {options.recompute_depth} producers), and restores "
+           "only a value dropped from every pool: a rerun at another boundary, or instead of "
+           "fetching a copy, is not found"]
     if options.formulation is Formulation.STATIC:
         out.append("static: a tensor keeps its one pool, but for being dropped and restored "
                    "into the fastest pool")

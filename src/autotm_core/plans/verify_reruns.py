@@ -7,7 +7,9 @@ computed, and only that:
 - the kernel may run again: the graph allows it (``rerun``: not random, no side effect)
   and it updates none of its inputs in place;
 - each input holds, at the boundary, the value the kernel first read: no kernel in between
-  wrote it (a parameter the optimizer has already updated is a wrong plan);
+  wrote it (a parameter the optimizer has already updated is a wrong plan); an input an
+  earlier rerun at the boundary recomputes holds the value that rerun's kernel wrote, so
+  no kernel between the two may have written it;
 - each input is in the fastest pool at the boundary: resident there over it (or landed
   there by a synchronous move, or restored by a rerun before this one at the boundary), or
   an output of a rerun before this one at the same boundary;
@@ -35,7 +37,7 @@ def check_reruns(look: PlanLookups) -> list[str]:
     out: list[str] = []
     count = 0
     seen: set[tuple[int, int]] = set()
-    outputs_at: dict[int, set[int]] = {}  # boundary -> tensors its reruns wrote so far
+    outputs_at: dict[int, dict[int, int]] = {}  # boundary -> tensor -> the rerun's kernel
 
     def add(message: str) -> None:
         nonlocal count
@@ -54,16 +56,29 @@ def check_reruns(look: PlanLookups) -> list[str]:
             why = ("the graph marks it not safe to rerun (a random op, or one with a side "
                    "effect)" if not kernel.rerun else "it updates one of its inputs in place")
             add(f"{what}: this kernel may not run again: {why}")
-        written = outputs_at.setdefault(b, set())
+        written = outputs_at.setdefault(b, {})
         for name in kernel.inputs:
             u = index[name]
-            if not facts.unchanged(u, k, b):
+            if u in written and written[u] > k:
+                add(f"{what}: its input {name!r} comes from the rerun of "
+                    f"{look.kernel(written[u])} at this boundary, a later kernel than this one, "
+                    "so the rerun would read another value than it did")
+            elif u in written and not facts.unchanged(u, written[u], k):
+                writes = facts.write_kernels[facts.write_ptr[u]:facts.write_ptr[u + 1]]
+                w = int(writes[np.searchsorted(writes, written[u], side="right")])
+                add(f"{what}: its input {name!r} comes from the rerun of "
+                    f"{look.kernel(written[u])} at this boundary, but {look.kernel(w)} wrote it "
+                    "after that kernel and before this one first ran, so the rerun would read "
+                    "another value than it did")
+            elif u in written:
+                pass
+            elif not facts.unchanged(u, k, b):
                 writes = facts.write_kernels[facts.write_ptr[u]:facts.write_ptr[u + 1]]
                 w = int(writes[np.searchsorted(writes, k, side="right")])
                 kind = graph.tensors[u].kind.value
                 add(f"{what}: its input {name!r} ({kind}) was written by {look.kernel(w)} since "
                     "the kernel first ran, so the rerun would read another value than it did")
-            elif u not in written and not _in_fastest_at_boundary(look, u, b):
+            elif not _in_fastest_at_boundary(look, u, b):
                 add(f"{what}: its input {name!r} is not in pool {look.pool_names[0]!r} at that "
                     "boundary; keep it there, move it there before, or rerun its producer first")
         for name in kernel.outputs:
@@ -72,7 +87,7 @@ def check_reruns(look: PlanLookups) -> list[str]:
             if restored and not facts.unchanged(o, k, b):
                 add(f"{what}: restores {name!r}, which a later kernel has written since; the "
                     "rerun gives its older value")
-            written.add(o)
+            written[o] = k
     return limited(out, count, "wrong reruns")
 
 
