@@ -55,7 +55,7 @@ def test_a_plan_that_recomputes_runs_the_real_ops_again_and_equals_eager():
 
     graph = step.graph
     problem = load_problem(graph, _system(),
-                           limit=f"fast={int(graph.liveness.peak_nbytes * 0.9)}")
+                           limit=f"fast={int(graph.liveness.peak_nbytes * 0.6)}")
     outcome = plan(problem, "synchronous", PlanSettings(mode="exact", recompute=True,
                                                        relative_gap=0))
     reruns = outcome.plan.reruns
