@@ -18,10 +18,9 @@ droppable tensors and chained back through their producers' inputs:
 The model (:mod:`autotm_core.ilp.formulation`) gives a droppable tensor a *dropped* state
 besides its pools, splits its life at every boundary where one of its options or one of its
 consumers' options lies (a *boundary slot*: the tensor may be restored there and kept), and
-ties each restore to its option's rerun. These options are the model's only narrowing of
-recomputation (``restrictions.py`` names them): a rerun reads its inputs from and writes
-its outputs to the fastest pool; a value is recomputed only at a boundary where some use or
-some chain needs it.
+ties each restore to its option's rerun. These options are the model's narrowing of
+recomputation (``restrictions.py`` names it): a value is recomputed only at a boundary where
+some use or some chain needs it, and only after it was dropped from every pool.
 """
 
 from __future__ import annotations
@@ -63,16 +62,8 @@ class RerunOptions:
     droppable: frozenset[int]
     """Tensors that may be dropped between uses."""
     boundaries: Mapping[int, tuple[int, ...]]
-    """Per droppable tensor: boundaries inside its life where it may be restored, or where an
+    """Per tensor: boundaries inside its life where it may be restored (droppable) or where an
     option reads it (a boundary slot splits its life there)."""
-
-    def at(self, kernel: int, before: int) -> bool:
-        """Whether ``(kernel, before)`` is an option."""
-        return (kernel, before) in self._keys
-
-    @property
-    def _keys(self) -> frozenset[tuple[int, int]]:
-        return frozenset((o.kernel, o.before) for o in self.options)
 
 
 NO_RERUNS = RerunOptions((), frozenset(), {})

@@ -63,7 +63,8 @@ def verify_plan(plan: Plan, graph: Graph, system: MemorySystem) -> list[str]:
     problems += checker.moves()
     problems += check_values(checker)
     problems += check_reruns(checker)
-    problems += check_memory(plan, graph, system, arrays, valid, checker.kernel)
+    problems += check_memory(plan, graph, system, arrays, valid, checker.kernel,
+                             checker.restored)
     return problems
 
 

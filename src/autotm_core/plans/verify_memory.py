@@ -19,7 +19,7 @@ import numpy as np
 
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.arrays import NO_OFFSET, BoolArray, IntArray, PlanArrays, restored_keys
+from autotm_core.plans.arrays import NO_OFFSET, BoolArray, IntArray, PlanArrays
 from autotm_core.plans.model import Plan
 from autotm_core.units import format_bytes
 
@@ -113,12 +113,11 @@ def check_memory(
     arrays: PlanArrays,
     valid: BoolArray,
     kernel: Callable[[int], str],
+    restored: IntArray,
 ) -> list[str]:
-    """Capacity of every bounded pool at every half step, and addresses inside pools, disjoint."""
-    memory = _Memory(graph, arrays, np.flatnonzero(valid), kernel)
-    restored = restored_keys(graph, arrays)
-    memory.start, memory.end = half_step_spans(arrays, memory.rows, restored)
-    memory.boundary = _rerun_boundary_nbytes(graph, arrays, restored)
+    """Capacity of every bounded pool at every half step, and addresses inside pools, disjoint
+    (``restored``: :func:`~autotm_core.plans.arrays.restored_keys` of the plan)."""
+    memory = _Memory(graph, arrays, np.flatnonzero(valid), kernel, restored)
     out: list[str] = []
     for p, capacity in enumerate(plan_capacities(plan, system)):
         name = system.pools[p].name
@@ -134,18 +133,19 @@ class _Memory:
     """The residencies kept by the verifier, as half-step spans with their sizes."""
 
     def __init__(
-        self, graph: Graph, arrays: PlanArrays, rows: IntArray, kernel: Callable[[int], str]
+        self, graph: Graph, arrays: PlanArrays, rows: IntArray, kernel: Callable[[int], str],
+        restored: IntArray,
     ) -> None:
         self.a = arrays
         self.rows = rows
         self.kernel = kernel
-        self.start, self.end = half_step_spans(arrays, rows)
+        self.start, self.end = half_step_spans(arrays, rows, restored)
         self.nbytes = graph.liveness.nbytes[arrays.res_tensor[rows]]
         self.pool = arrays.res_pool[rows]
         self.offset = arrays.res_offset[rows]
         self.workspace = graph.liveness.workspace_nbytes
         self.names = [t.name for t in graph.tensors]
-        self.boundary = np.zeros(2 * arrays.n_kernels + 2, dtype=np.int64)
+        self.boundary = _rerun_boundary_nbytes(graph, arrays, restored)
         """Per half step: bytes the reruns there hold beside the residencies (fastest pool)."""
 
     def when(self, tau: int) -> str:

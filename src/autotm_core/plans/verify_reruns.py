@@ -37,6 +37,7 @@ def check_reruns(look: PlanLookups) -> list[str]:
     out: list[str] = []
     count = 0
     seen: set[tuple[int, int]] = set()
+    sync = _sync_keys(look)
     outputs_at: dict[int, dict[int, int]] = {}  # boundary -> tensor -> the rerun's kernel
 
     def add(message: str) -> None:
@@ -78,7 +79,7 @@ def check_reruns(look: PlanLookups) -> list[str]:
                 kind = graph.tensors[u].kind.value
                 add(f"{what}: its input {name!r} ({kind}) was written by {look.kernel(w)} since "
                     "the kernel first ran, so the rerun would read another value than it did")
-            elif not _in_fastest_at_boundary(look, u, b):
+            elif not _in_fastest_at_boundary(look, u, b, sync):
                 add(f"{what}: its input {name!r} is not in pool {look.pool_names[0]!r} at that "
                     "boundary; keep it there, move it there before, or rerun its producer first")
         for name in kernel.outputs:
@@ -91,25 +92,30 @@ def check_reruns(look: PlanLookups) -> list[str]:
     return limited(out, count, "wrong reruns")
 
 
-def _in_fastest_at_boundary(look: PlanLookups, tensor: int, b: int) -> bool:
+def _sync_keys(look: PlanLookups) -> tuple[set[int], set[int]]:
+    """Keys (:meth:`~autotm_core.plans.arrays.PlanArrays.key_of`) of the synchronous moves
+    out of the fastest pool (tensor, 0, kernel) and into it, each computed once."""
+    a = look.a
+    sync = ~a.move_async
+    leaving = sync & (a.move_source == 0)
+    landing = sync & (a.move_target == 0)
+    return (set(a.key(a.move_tensor[leaving], a.move_source[leaving],
+                      a.move_kernel[leaving]).tolist()),
+            set(a.key(a.move_tensor[landing], a.move_target[landing],
+                      a.move_kernel[landing]).tolist()))
+
+
+def _in_fastest_at_boundary(look: PlanLookups, tensor: int, b: int,
+                            sync: tuple[set[int], set[int]]) -> bool:
     """Whether ``tensor`` is in the fastest pool at the boundary before kernel ``b``: a
     residency there covers ``b - 1`` and ``b``, or ends at ``b - 1`` with a synchronous move
     copying it out at ``b``, or begins at ``b`` landed by a synchronous move (one a rerun
     restores is an output of an earlier rerun, which the caller knows)."""
+    leaving, landing = sync
+    key = look.a.key_of(tensor, 0, b)
     t, zero = np.array([tensor]), np.array([0])
-    before, at = np.array([b - 1]), np.array([b])
-    if look.covered(t, zero, before)[0]:
-        row = int(look.covering(t, zero, before)[0])
-        if look.a.res_last[row] >= b:
+    if look.covered(t, zero, np.array([b - 1]))[0]:
+        row = int(look.covering(t, zero, np.array([b - 1]))[0])
+        if look.a.res_last[row] >= b or key in leaving:
             return True
-        a = look.a
-        leaving = (~a.move_async & (a.move_tensor == tensor) & (a.move_source == 0)
-                   & (a.move_kernel == b))
-        if leaving.any():
-            return True
-    if look.begins(t, zero, at)[0]:
-        a = look.a
-        landing = (~a.move_async & (a.move_tensor == tensor) & (a.move_target == 0)
-                   & (a.move_kernel == b))
-        return bool(landing.any())
-    return False
+    return bool(look.begins(t, zero, np.array([b]))[0]) and key in landing
