@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from autotm_core.errors import GraphError
 from autotm_core.ir.graph import Graph
-from autotm_core.ir.kernel import Kernel, reruns_safely
+from autotm_core.ir.kernel import Kernel
 from autotm_core.ir.tensor import Tensor, TensorKind, nbytes_of
 from autotm_core.ir.verify import check_graph
 
@@ -88,7 +88,7 @@ class GraphBuilder:
                 flops=flops,
                 workspace_nbytes=workspace_nbytes,
                 module=module,
-                rerun=reruns_safely(op) if rerun is None else rerun,
+                **({} if rerun is None else {"rerun": rerun}),  # else Kernel's default
             )
         )
         return name
