@@ -383,7 +383,8 @@ class _Builder:
                 self._async_edges(tensor, i, pair, edges, boundary)
         if dropped in after or dropped in before:
             self._drop_edges(tensor, i, before, after, edges)
-        self.held_at[tensor.slots.tensor, tr.kernel] = boundary
+        if not reducible:  # a tensor reruns read or restore: _rerun_rows reads these
+            self.held_at[tensor.slots.tensor, tr.kernel] = boundary
         for s, xs_var in before.items():
             out = [e.var for e in edges if e.before == s]
             self.lp.add_row([*out, xs_var], [1.0] * len(out) + [-1.0], lb=0.0, ub=0.0)
