@@ -139,6 +139,8 @@ class _Search:
         self.producer = s.graph.liveness.producer.tolist()
         self._seconds: dict[int, float] = {}
         self._rerunnable: dict[int, bool] = {}
+        self._inputs: dict[int, tuple[int, ...]] = {}
+        self._unchanged: dict[tuple[int, int, int], bool] = {}
         self.decided = Recompute()
         """What is decided (:meth:`take` leaves its answer here)."""
         self.boundaries: dict[int, set[int]] = {}
@@ -157,6 +159,22 @@ class _Search:
                                         and may_rerun(self.s, kernel))
         return self._rerunnable[kernel]
 
+    def inputs(self, kernel: int) -> tuple[int, ...]:
+        """Tensor positions ``kernel`` reads."""
+        if kernel not in self._inputs:
+            graph = self.s.graph
+            self._inputs[kernel] = tuple(self.index[name]
+                                         for name in graph.kernels[kernel].inputs)
+        return self._inputs[kernel]
+
+    def unchanged(self, tensor: int, after: int, before: int) -> bool:
+        """Whether no kernel strictly between ``after`` and ``before`` writes ``tensor``
+        (:meth:`~autotm_core.ir.RecomputeFacts.unchanged`, asked again and again)."""
+        key = (tensor, after, before)
+        if key not in self._unchanged:
+            self._unchanged[key] = self.s.graph.recompute.unchanged(tensor, after, before)
+        return self._unchanged[key]
+
     def available(self, tensor: int, before: int) -> bool:
         """Whether a rerun at ``before`` finds ``tensor`` in the fastest pool: kept or
         restored there, or written there by a rerun of its producer at that boundary."""
@@ -169,13 +187,11 @@ class _Search:
         yet; ``None`` when some input cannot be had (or was written since it was read)."""
         if (kernel, before) in self.decided.reruns:
             return []
-        facts, graph = self.s.graph.recompute, self.s.graph
         needed, stack = {kernel}, [kernel]
         while stack:
             q = stack.pop()
-            for name in graph.kernels[q].inputs:
-                u = self.index[name]
-                if not facts.unchanged(u, q, before):
+            for u in self.inputs(q):
+                if not self.unchanged(u, q, before):
                     return None
                 if self.available(u, before):
                     continue
