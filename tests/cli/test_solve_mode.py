@@ -43,3 +43,16 @@ def test_approximate_mode_with_a_solver_it_cannot_use_is_refused_at_once(
     err = capsys.readouterr().err
     assert status == 2 and err.startswith("error:") and solver in err and "hint:" in err
     assert "Traceback" not in err
+
+
+def test_recomputation_is_on_unless_turned_off() -> None:
+    import argparse
+
+    from autotm_core.cli.options import add_ilp_options, ilp_settings
+
+    parser = argparse.ArgumentParser()
+    add_ilp_options(parser)
+    parser.add_argument("--debug", action="store_true")
+    assert ilp_settings(parser.parse_args([])).recompute
+    assert ilp_settings(parser.parse_args(["--recompute"])).recompute
+    assert not ilp_settings(parser.parse_args(["--no-recompute"])).recompute

@@ -26,7 +26,8 @@ from autotm_core.solvers.highs import HighsSolver
 MIB = 2**20
 
 
-def layer_step(*, dropout: bool = False, update_before_backward: bool = False):
+def layer_step(*, dropout: bool = False, update_before_backward: bool = False,
+               rerun: bool | None = None):
     """x -> a = relu(x) -> c = matmul(a, w) -> loss, then a backward that reads a and c
     late: a (16 MiB, cheap to recompute) has a long gap between its uses."""
     b = GraphBuilder("layer")
@@ -37,9 +38,10 @@ def layer_step(*, dropout: bool = False, update_before_backward: bool = False):
     b.tensor("h", nbytes=32 * MIB)
     b.tensor("dc", nbytes=16 * MIB)
     b.tensor("dw", nbytes=1 * MIB, kind=TensorKind.GRADIENT)
-    b.kernel("relu", op="dropout" if dropout else "relu", inputs=["x"], outputs=["a"], flops=1e3)
-    b.kernel("mm", op="matmul", inputs=["a", "w"], outputs=["c"], flops=1e6)
-    b.kernel("big", op="matmul", inputs=["c"], outputs=["h"], flops=1e6)
+    b.kernel("relu", op="dropout" if dropout else "relu", inputs=["x"], outputs=["a"], flops=1e3,
+             rerun=rerun)
+    b.kernel("mm", op="matmul", inputs=["a", "w"], outputs=["c"], flops=1e6, rerun=rerun)
+    b.kernel("big", op="matmul", inputs=["c"], outputs=["h"], flops=1e6, rerun=rerun)
     if update_before_backward:
         b.kernel("early_update", op="sgd_update", inputs=["w", "x"], outputs=["w"], flops=1e3)
     b.kernel("head_back", op="matmul", inputs=["h", "c"], outputs=["dc"], flops=1e6)
@@ -156,6 +158,33 @@ def test_a_recomputing_search_is_never_worse_than_checkpointing_every_layer():
     problem = load_problem("zoo:gpt2:batch=8,seq=256,layers=2,vocab=1000,width=256,heads=4",
                            "gpu-h200", limit="1:1")
     layers = plan(problem, "checkpoint-layers")
-    searched = plan(problem, "synchronous", PlanSettings(recompute=True, time_limit_seconds=2,
-                                                         addresses=False))
+    searched = plan(problem, "synchronous", PlanSettings(time_limit_seconds=2, addresses=False))
+    assert PlanSettings().recompute  # recomputation is on by default
     assert searched.step_seconds <= layers.step_seconds * (1 + 1e-9)
+    # where recomputing alone fits, the search holds that plan too
+    roomy = load_problem("zoo:gpt2:batch=8,seq=256,layers=2,vocab=1000,width=256,heads=4",
+                         "gpu-h200", limit="1:2")
+    only = plan(roomy, "recompute-only")
+    searched = plan(roomy, "synchronous", PlanSettings(time_limit_seconds=2, addresses=False))
+    assert searched.step_seconds <= only.step_seconds * (1 + 1e-9)
+
+
+@pytest.mark.highs
+def test_no_recomputing_stage_where_nothing_can_pay_or_nothing_is_recomputable():
+    from autotm_core.planning import PlanSettings, load_problem, plan
+
+    def stages(graph: str, limit: str | None, **settings: object) -> set[str]:
+        problem = load_problem(graph, "gpu-h200", limit=limit)
+        outcome = plan(problem, "synchronous", PlanSettings(addresses=False, **settings))
+        return {p.name.split(":")[0] for p in outcome.phases}
+
+    # at 1:1 recomputing can pay; with room for everything the plan held is the bound's
+    assert any("recomputing" in s for s in stages("example:cnn", "1:1", time_limit_seconds=5))
+    assert not any("recomputing" in s for s in stages("example:cnn", None))
+    # nothing may run again: no recomputing model is built
+    problem = load_problem(layer_step(rerun=False), "gpu-h200", limit=f"{66 * MIB}B")
+    outcome = plan(problem, "synchronous", PlanSettings(addresses=False))
+    assert not any("recomputing" in p.name for p in outcome.phases)
+    # approximate planning keeps and moves a stretch at a time, holding recomputing plans
+    approx = stages("example:cnn", "1:1", mode="approximate", time_limit_seconds=10)
+    assert not any("recomputing" in s for s in approx)

@@ -22,7 +22,7 @@ def _lines(system=OPTANE, costs=None, *, recompute_lines=False, **options):
 
 def test_recomputation_off_or_narrowed_is_named():
     (off,) = _lines(page_nbytes=1, recompute_lines=True)
-    assert "recomputation is off" in off
+    assert "keeps and moves only" in off
     (on,) = _lines(page_nbytes=1, recompute=True, recompute_depth=5, recompute_lines=True)
     assert "dropped from every pool" in on and "5 producers" in on
     assert len(_lines(page_nbytes=1, recompute=True, formulation="static",

@@ -75,3 +75,22 @@ def test_an_exact_full_solve_that_does_not_stop_is_abandoned_in_time(
     assert outcome.solve is not None and outcome.solve.termination == "abandoned"
     assert "abandoned" in outcome.note
     assert verify_plan(outcome.plan, problem.graph, problem.limited_system) == []
+
+
+@pytest.mark.slow
+@pytest.mark.highs
+def test_a_search_whose_solves_cannot_start_returns_the_best_plan_held(
+        monkeypatch: pytest.MonkeyPatch, stall: Stall) -> None:  # noqa: F811
+    # a solve abandoned in this process holds HiGHS: the next point's first stage cannot
+    # solve at all (a quick-grid sweep lost a point so), and its held plan is returned
+    settings = PlanSettings(mode="exact", addresses=False, time_limit_seconds=LIMIT_SECONDS,
+                            relative_gap=0.0, recompute=False)
+    _, _, _, problem = _plan(monkeypatch, stall, settings)
+    assert stall.stalled == 1
+    started = time.perf_counter()
+    outcome = plan(problem, "static", attrs.evolve(settings, time_limit_seconds=2.0))
+    assert time.perf_counter() - started <= 2.0 + DEFAULT_STRATEGY.grace_seconds(2.0)
+    assert verify_plan(outcome.plan, problem.graph, problem.limited_system) == []
+    assert outcome.solve is not None and outcome.solve.termination == "no_solution"
+    assert not outcome.solve.proven_optimal and "no plan" in outcome.note
+    assert outcome.step_seconds <= plan(problem, "first-touch").step_seconds * (1 + 1e-9)

@@ -33,8 +33,9 @@ def _recompute_restrictions(graph: Graph, system: MemorySystem, costs: KernelCos
                                  attrs.evolve(options, recompute=True, recompute_depth=depth)
                                  ).options for depth in sorted({0, options.recompute_depth}))
         if some:
-            return ["no activation is recomputed (recomputation is off): a plan that reruns "
-                    "a producer instead of keeping or moving its output is not found"]
+            return ["this model keeps and moves only (it recomputes no activation): a plan "
+                    "that reruns a producer instead of keeping or moving its output is not "
+                    "found by it"]
         return []
     out = ["a rerun runs only just before a use of a value it restores (or at such a "
            f"boundary, in a chain of at most {options.recompute_depth} producers), and restores "

@@ -28,6 +28,7 @@ interrupted.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -142,6 +143,22 @@ class _Chain:
         assert self.target.formulation is not None  # every ILP planner has one
         return self.target.formulation
 
+    @functools.cached_property
+    def recomputes(self) -> bool:
+        """Whether the chain has recomputing stages: recomputation is on, planning is exact
+        (a stretch cannot see a value's forward and backward uses together: approximate
+        planning holds the practitioners' recomputing plans only), and the graph has
+        something the model may recompute."""
+        from autotm_core.ilp.reruns import rerun_options
+
+        settings = self.settings
+        if not settings.recompute or settings.mode is not PlanMode.EXACT:
+            return False
+        options = settings.options(self.formulation, recompute=True)
+        problem = self.problem
+        return bool(rerun_options(problem.graph, problem.costs, problem.limited_system,
+                                  options).options)
+
     @property
     def stages(self) -> tuple[tuple[Formulation, bool], ...]:
         """The stages: each formulation, and whether its model may recompute. With
@@ -152,7 +169,7 @@ class _Chain:
         if self.settings.mode is PlanMode.APPROXIMATE:
             # a stretch at a time: a moving plan to hand over, not the static one
             chain = chain[-2:] if self.formulation is Formulation.ASYNCHRONOUS else chain[-1:]
-        if self.settings.recompute:
+        if self.recomputes:
             return tuple((f, r) for f in chain for r in (False, True))
         return tuple((f, False) for f in chain)
 
@@ -198,13 +215,16 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
 class _HeldPlans:
     """The plans to start from and to beat: the warm starts, first-touch's and (for a moving
     formulation) greedy's, offered to the pool; with recomputation also what practitioners
-    do: checkpoint-layers' and, for the asynchronous formulation, offload-activations'
-    (recompute-only's greedy took 42 s on example:chain-3000: not inside a time limit)."""
+    do: checkpoint-layers', recompute-only's (exact planning only: its greedy took 42 s on
+    example:chain-3000, and 2.8 s on the 1,627 kernels of zoo:inception_v4) and, for the
+    asynchronous formulation, offload-activations'."""
 
     name = "held plans"
 
     def says(self, chain: _Chain) -> str:
-        return "planning first-touch's and greedy's plans to start from and to beat"
+        return ("planning first-touch's, greedy's" + (" and the practitioners' recomputing"
+                                                      if chain.settings.recompute else "")
+                + " plans to start from and to beat")
 
     def wanted(self, chain: _Chain) -> bool:
         return True
@@ -215,6 +235,7 @@ class _HeldPlans:
             first_touch,
             greedy,
             offload_activations,
+            recompute_only,
         )
         from autotm_core.errors import AutotmError
 
@@ -226,6 +247,8 @@ class _HeldPlans:
             baselines.append(("greedy", greedy))
         if chain.settings.recompute:
             baselines.append(("checkpoint-layers", checkpoint_layers))
+            if chain.settings.mode is PlanMode.EXACT:
+                baselines.append(("recompute-only", recompute_only))
             if chain.formulation is Formulation.ASYNCHRONOUS:
                 baselines.append(("offload-activations", offload_activations))
         for name, baseline in baselines:
@@ -266,6 +289,8 @@ class _Stage:
         budget = chain.budget.part(
             strategy.stage_weight(self.formulation, recompute=self.recompute) / later,
             stage=self.stage)
+        if self.recompute and not _recomputing_can_pay(chain, self.formulation):
+            return  # its share passes on
         if chain.report is not None and not _time_for(chain, self.formulation):
             chain.notes.append(
                 f"too little of the time limit was left to plan the {self.stage} "
@@ -278,12 +303,7 @@ class _Stage:
                 report = stage(chain, PLANNERS[self.formulation.value], budget,
                                recompute=self.recompute)
         except (CapacityError, NoPlanFoundError) as exc:  # e.g. out of time
-            if chain.report is None:
-                raise
-            chain.notes.append(
-                f"the {self.stage} formulation gave no plan that fits "
-                f"({exc.message}); the {chain.report.planner.name} plan is returned")
-            chain.stopped = True
+            self._no_plan(chain, exc)
             return
         chain.report = report
         if (report.solve is not None
@@ -294,6 +314,42 @@ class _Stage:
                 "best plan held is returned")
         if report.interrupted:  # Ctrl-C: stop the chain, keep the best verified plan
             chain.interrupted = chain.stopped = True
+
+
+    def _no_plan(self, chain: _Chain, exc: CapacityError | NoPlanFoundError) -> None:
+        """After the stage gave no plan: the chain goes on to its recomputing stage (which may
+        fit where keeping and moving cannot), or stops with the best plan held; before any
+        stage reported, a model that no plan fits (:class:`CapacityError`: within its
+        restrictions, such as pinning, that the held plans need not honour) is the answer."""
+        held = chain.pool.best(chain.formulation)
+        following = chain.stages[self.position + 1:self.position + 2]
+        goes_on = bool(following) and following[0] == (self.formulation, True)
+        if chain.report is None and not goes_on and (
+                held is None or isinstance(exc, CapacityError)):
+            raise exc
+        then = ("its recomputing model is tried" if goes_on else
+                "the best plan held is returned" if held is None else
+                f"the best plan held ({held.source.describe(chain.formulation)}) is returned")
+        chain.notes.append(f"the {self.stage} formulation gave no plan that fits "
+                           f"({exc.message}); {then}")
+        chain.stopped = not goes_on
+
+
+def _recomputing_can_pay(chain: _Chain, formulation: Formulation) -> bool:
+    """Whether a recomputing model of ``formulation`` could beat the best plan held by more
+    than the relative gap: no plan, recomputing or not, is faster than the physical bound."""
+    from autotm_core.planning.lower_bound import physical_lower_bound
+
+    best = chain.pool.best(formulation)
+    if best is None:
+        return True
+    bound = physical_lower_bound(chain.problem, recompute=True).seconds
+    if best.step_seconds > bound * (1 + chain.settings.relative_gap):
+        return True
+    logger.info("the %s recomputing model is not solved: the %s plan held (%.6g s) is within "
+                "the gap of the bound on every plan (%.6g s)", formulation.value,
+                best.source.describe(formulation), best.step_seconds, bound)
+    return False
 
 
 def _time_for(chain: _Chain, formulation: Formulation) -> bool:
@@ -414,7 +470,7 @@ def _answer(chain: _Chain) -> Outcome:
     formulation = chain.formulation
     best = chain.pool.best(formulation)
     report = chain.report
-    if best is None or (report is None and not chain.interrupted):
+    if best is None or (report is None and not chain.interrupted and not chain.notes):
         if chain.interrupted:
             raise SolveInterruptedError(
                 "interrupted (Ctrl-C) before any plan " + (
@@ -422,7 +478,7 @@ def _answer(chain: _Chain) -> Outcome:
                 + "was found", hint="let it run longer, or plan with --no-addresses")
         raise NoPlanFoundError(f"no plan of graph {chain.problem.graph.name!r} was found",
                                hint="give it more time (--time-limit) or more fast memory")
-    if report is None:  # Ctrl-C before any stage reported: a held plan
+    if report is None:  # Ctrl-C, or no stage's solve, before any stage reported: a held plan
         return _held_outcome(chain, best)
     outcome = report
     last = report.planner.formulation
@@ -479,13 +535,15 @@ def _a(word: str) -> str:
 
 
 def _held_outcome(chain: _Chain, best: Held) -> Outcome:
-    """``best`` after Ctrl-C stopped the search before any formulation reported: a held plan,
-    with no solve behind it."""
+    """``best`` after Ctrl-C, or a first stage that gave no plan, stopped the search before
+    any formulation reported: a held plan, with no solve behind it."""
     formulation = chain.formulation
+    interrupted = chain.interrupted
     stats = SolveStats(
         solver=chain.settings.solver.name, solver_version="", mode=chain.settings.mode,
-        termination="interrupted", status="feasible", proven_optimal=False,
-        optimal_in_model=False, restrictions=(), interrupted=True, objective_seconds=None,
+        termination="interrupted" if interrupted else "no_solution", status="feasible",
+        proven_optimal=False, optimal_in_model=False, restrictions=(),
+        interrupted=interrupted, objective_seconds=None,
         bound_seconds=None, bound_source="", gap=None, build_seconds=0.0, handoff_seconds=0.0,
         solve_seconds=0.0, warm_started=False)
     addresses = None
@@ -499,5 +557,6 @@ def _held_outcome(chain: _Chain, best: Held) -> Outcome:
                    simulation=best.simulation, step_seconds=best.step_seconds,
                    source=best.source.describe(formulation), solve=stats, addresses=addresses,
                    plan_seconds=0.0,
-                   note=f"interrupted (Ctrl-C) before the {formulation.value} search found a "
-                        f"plan; the {best.source.describe(formulation)} plan is kept")
+                   note=(f"interrupted (Ctrl-C) before the {formulation.value} search found a "
+                         f"plan; the {best.source.describe(formulation)} plan is kept"
+                         if interrupted else "; ".join(chain.notes)))

@@ -82,8 +82,11 @@ class PlanSettings:
     """Address-fitting solves before giving up."""
     pin_to_fast: bool = False
     """Keep parameters, inputs and outputs in the fastest pool (as AutoTM)."""
-    recompute: bool = False
-    """Let the ILP formulations recompute activations instead of keeping them (reruns)."""
+    recompute: bool = True
+    """Let the ILP planner recompute activations instead of keeping or moving them (reruns;
+    ``--no-recompute`` turns it off): it holds the practitioners' recomputing plans, and the
+    exact search solves each formulation's recomputing model after its keeping and moving one
+    wherever the graph has something to recompute and that can pay."""
     insist: bool = False
     """Plan even when the model looks too big for this machine's memory."""
     cache: CacheOptions = CacheOptions()

@@ -34,7 +34,7 @@ def _over(numerator: float | None, denominator: float | None) -> float | None:
 def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
                 top: int = 10) -> dict[str, Any]:
     """Everything ``solve`` reports, as plain data (the ``--json`` output)."""
-    if outcome.solve is None or outcome.model is None:
+    if outcome.solve is None:
         raise ValueError(f"the {outcome.planner.name} plan was not made by the ILP planner")
     facts = simulation_facts(outcome.simulation, all_fast_seconds=outcome.all_fast_seconds,
                              top=top, reruns=len(outcome.plan.reruns))
@@ -60,9 +60,9 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
         "build_seconds": s.build_seconds, "handoff_seconds": s.handoff_seconds,
         "solve_seconds": s.solve_seconds, "warm_started": s.warm_started,
     }
-    facts["model"] = {"formulation": m.formulation, "variables": m.variables,
-                      "binaries": m.binaries, "constraints": m.constraints,
-                      "nonzeros": m.nonzeros}
+    facts["model"] = None if m is None else {
+        "formulation": m.formulation, "variables": m.variables, "binaries": m.binaries,
+        "constraints": m.constraints, "nonzeros": m.nonzeros}
     facts["by_kind"] = outcome_breakdown(outcome).to_json()
     facts["plan_source"] = outcome.source
     facts["note"] = outcome.note or None
@@ -119,7 +119,9 @@ def _solved(outcome: Outcome) -> tuple[str, str]:
     """The row name and the words for the solve whose model and termination the report
     shows: the last model solved (exact; the last address-fitting round's), or the
     approximate planner's solves together. Its time is a part of the phases', not all."""
-    assert outcome.model is not None and outcome.solve is not None
+    assert outcome.solve is not None
+    if outcome.model is None:
+        return "last solve", "no model gave a plan (the plan is one the search held)"
     if outcome.solve.mode is PlanMode.APPROXIMATE:
         return "solves", "every stretch and model of the approximate planner"
     rounds = len(outcome.addresses.rounds) if outcome.addresses is not None else 0
@@ -128,7 +130,7 @@ def _solved(outcome: Outcome) -> tuple[str, str]:
 
 
 def _head(outcome: Outcome) -> Table:
-    assert outcome.solve is not None and outcome.model is not None
+    assert outcome.solve is not None
     s, m = outcome.solve, outcome.model
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
@@ -156,9 +158,10 @@ def _head(outcome: Outcome) -> Table:
         head.add_row("bound", format_seconds(s.bound_seconds)
                      + (f" ({s.bound_source})" if s.bound_source else ""))
     head.add_row("gap", "-" if s.gap is None else f"{s.gap:.2%}")
-    constraints = "" if m.constraints is None else f"{m.constraints:,} constraints, "
-    head.add_row("model", f"{m.formulation}: {m.variables:,} variables "
-                 f"({m.binaries:,} binary), {constraints}{m.nonzeros:,} nonzeros")
+    if m is not None:
+        constraints = "" if m.constraints is None else f"{m.constraints:,} constraints, "
+        head.add_row("model", f"{m.formulation}: {m.variables:,} variables "
+                     f"({m.binaries:,} binary), {constraints}{m.nonzeros:,} nonzeros")
     if outcome.reductions is not None:
         r = outcome.reductions.summary()
         head.add_row("reductions", f"{r['fixed_binaries']:,} of {r['binaries']:,} binaries fixed "

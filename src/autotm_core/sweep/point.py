@@ -59,8 +59,8 @@ class SweepPoint:
     """ILP planning mode: ``exact``, ``approximate`` or ``auto``."""
     addresses: bool = True
     """Whether ILP plans get addresses that fit (as ``solve`` gives them)."""
-    recompute: bool = False
-    """Whether ILP plans may recompute activations (``--recompute``)."""
+    recompute: bool = True
+    """Whether ILP plans may recompute activations (off: ``--no-recompute``)."""
 
     @property
     def settings(self) -> PlanSettings:
@@ -75,7 +75,7 @@ class SweepPoint:
         return "|".join([self.graph, self.system, self.planner, self.limit, self.solver,
                          str(self.time_limit_seconds), str(self.relative_gap), self.mode,
                          "addresses" if self.addresses else "no-addresses",
-                         *(["recompute"] if self.recompute else [])])
+                         *([] if self.recompute else ["no-recompute"])])
 
     def to_json(self) -> dict[str, Any]:
         """The point as JSON values."""

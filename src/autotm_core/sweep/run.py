@@ -53,7 +53,7 @@ def sweep_points(
     relative_gap: float = 0.01,
     mode: str = "auto",
     addresses: bool = True,
-    recompute: bool = False,
+    recompute: bool = True,
 ) -> list[SweepPoint]:
     """Every (graph, planner, limit) point, graph-major, limits in the order given."""
     if not graphs or not planners or not limits:
