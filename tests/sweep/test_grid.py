@@ -42,6 +42,10 @@ def test_select_and_settings() -> None:
     assert [e.name for e in grid.experiments] == ["three-pool"]
     assert {(p.time_limit_seconds, p.mode, p.addresses) for p in grid.points()} == {
         (5, "exact", False)}
+    assert all(p.recompute for p in grid.points())  # recomputing unless turned off
+    off = grid.with_settings(recompute=False)
+    assert not any(p.recompute for p in off.points())
+    assert all(p.recompute for p in off.with_settings(recompute=None).points()) is False
     with pytest.raises(UsageError, match="no experiment"):
         _grid().select(experiments=["nope"])
     with pytest.raises(UsageError, match="time_limit_seconds 0 is out of range"):
@@ -100,3 +104,14 @@ def test_the_example_in_the_docs_reads(tmp_path: Path) -> None:
     grid = load_grid(path)
     assert [e.name for e in grid.experiments] == ["conventional", "three-pool"]
     assert len(grid.points()) == 2 * 2 * 5 + 2
+
+
+def test_the_command_line_turns_recomputation_off_for_a_grid(tmp_path: Path) -> None:
+    from autotm_core.cli.main import build_parser
+    from autotm_core.cli.sweep_command import _grid_points
+
+    path = tmp_path / "grid.json"
+    save_grid(_grid(), path)
+    for argv, want in (([], True), (["--recompute"], True), (["--no-recompute"], False)):
+        args = build_parser().parse_args(["sweep", "--grid", str(path), *argv])
+        assert {p.recompute for p in _grid_points(args)} == {want}

@@ -120,7 +120,8 @@ def add_ilp_options(parser: argparse.ArgumentParser, *, time_limit: float | None
                         "2,000 kernels (default: auto)")
     parser.add_argument("--no-addresses", action="store_true",
                         help="skip address assignment (capacity then holds in aggregate only)")
-    parser.add_argument("--recompute", action=argparse.BooleanOptionalAction, default=True,
+    # None: not given (on, but a grid file's own setting holds)
+    parser.add_argument("--recompute", action=argparse.BooleanOptionalAction, default=None,
                         help="let the plan drop activations and recompute them (rerun their "
                         "producers) before later uses, where that beats keeping or moving them "
                         "(default: on; --no-recompute keeps and moves only)")
@@ -250,7 +251,7 @@ def ilp_settings(args: argparse.Namespace) -> PlanSettings:
             addresses=not args.no_addresses, solver=getattr(args, "solver", None) or DEFAULT_SOLVER,
             max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds,
             pin_to_fast=bool(getattr(args, "pin_to_fast", False)),
-            recompute=bool(getattr(args, "recompute", True)),
+            recompute=getattr(args, "recompute", None) is not False,
             insist=bool(getattr(args, "insist", False)))
     except SettingError as exc:
         raise UsageError(f"{OPTION_OF_SETTING.get(exc.setting, exc.setting)} {exc.detail}",

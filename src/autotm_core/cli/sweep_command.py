@@ -198,7 +198,8 @@ def _grid_points(args: argparse.Namespace) -> list[Any]:
         get_solver(args.solver)  # an unknown --solver is the command line's error, not the grid's
     grid = load_grid(args.grid).select(experiments=args.only).with_settings(
         solver=args.solver, time_limit_seconds=args.time_limit, relative_gap=args.gap,
-        mode=args.mode, addresses=False if args.no_addresses else None)
+        mode=args.mode, addresses=False if args.no_addresses else None,
+        recompute=args.recompute)
     return grid.points()
 
 

@@ -6,7 +6,7 @@
     {"format": "autotm-core/grid", "version": 1,
      "name": "tiny", "description": "what the grid is for",
      "time_limit_seconds": 20, "relative_gap": 0.01, "solver": "highs",
-     "mode": "auto", "addresses": true,
+     "mode": "auto", "addresses": true, "recompute": true,
      "experiments": [
        {"name": "conventional", "title": "Conventional networks on optane-2019",
         "system": "optane-2019",
@@ -132,6 +132,8 @@ class Grid:
     """ILP planning mode."""
     addresses: bool = True
     """Whether ILP plans get addresses that fit."""
+    recompute: bool = True
+    """Whether ILP plans may recompute activations."""
 
     def point(self, experiment: Experiment, graph: GridGraph, limit: str,
               planner: str) -> SweepPoint:
@@ -140,7 +142,7 @@ class Grid:
                           limit=limit, solver=self.solver,
                           time_limit_seconds=self.time_limit_seconds,
                           relative_gap=self.relative_gap, mode=self.mode,
-                          addresses=self.addresses)
+                          addresses=self.addresses, recompute=self.recompute)
 
     def cells(self, experiment: Experiment) -> list[tuple[GridGraph, SweepPoint]]:
         """Every (graph, point) of ``experiment``: graph-major, then limits, then planners."""
@@ -170,11 +172,11 @@ class Grid:
     def with_settings(self, *, solver: str | None = None,
                       time_limit_seconds: float | None = None,
                       relative_gap: float | None = None, mode: str | None = None,
-                      addresses: bool | None = None) -> Grid:
+                      addresses: bool | None = None, recompute: bool | None = None) -> Grid:
         """The grid with the ILP settings given (not ``None``) in place of its own."""
         given: dict[str, Any] = {"solver": solver, "time_limit_seconds": time_limit_seconds,
                                  "relative_gap": relative_gap, "mode": mode,
-                                 "addresses": addresses}
+                                 "addresses": addresses, "recompute": recompute}
         return attrs.evolve(self, **{k: v for k, v in given.items() if v is not None})
 
     def to_document(self) -> dict[str, Any]:
@@ -230,7 +232,7 @@ def load_grid(path: str | os.PathLike[str]) -> Grid:
     doc, fields = read_document(path, KIND, {VERSION})
     fields.unknown_keys(doc, {"format", "version", "name", "description", "experiments",
                               "solver", "time_limit_seconds", "relative_gap", "mode",
-                              "addresses"}, "")
+                              "addresses", "recompute"}, "")
     experiments = list(fields.entries(doc, "experiments", _EXPERIMENT_FIELDS))
     if not experiments:
         raise fields.fail("experiments", "is empty")
@@ -245,7 +247,8 @@ def load_grid(path: str | os.PathLike[str]) -> Grid:
             relative_gap=fields.get(doc, "relative_gap", "", (int, float), required=False,
                                     default=0.01),
             mode=fields.get(doc, "mode", "", str, required=False, default="auto"),
-            addresses=fields.get(doc, "addresses", "", bool, required=False, default=True))
+            addresses=fields.get(doc, "addresses", "", bool, required=False, default=True),
+            recompute=fields.get(doc, "recompute", "", bool, required=False, default=True))
     except UsageError as exc:
         raise FormatError(f"{path}: {exc.message}", hint=exc.hint) from None
     return grid
