@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from autotm_core.cli.main import main
@@ -115,3 +116,11 @@ def test_the_command_line_turns_recomputation_off_for_a_grid(tmp_path: Path) -> 
     for argv, want in (([], True), (["--recompute"], True), (["--no-recompute"], False)):
         args = build_parser().parse_args(["sweep", "--grid", str(path), *argv])
         assert {p.recompute for p in _grid_points(args)} == {want}
+
+
+def test_keys_tell_recomputing_ilp_points_from_the_ones_that_keep_and_move() -> None:
+    point = _grid(planners=("synchronous", "greedy")).points()[0]
+    ilp, baseline = point, attrs.evolve(point, planner="greedy")
+    off = {p: attrs.evolve(p, recompute=False) for p in (ilp, baseline)}
+    assert off[ilp].key != ilp.key  # planned again when recomputation is turned on
+    assert off[baseline].key == baseline.key  # a baseline does not recompute either way

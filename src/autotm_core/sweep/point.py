@@ -71,11 +71,14 @@ class SweepPoint:
 
     @property
     def key(self) -> str:
-        """Identity of the point in a results file (everything that changes its answer)."""
+        """Identity of the point in a results file (everything that changes its answer; a
+        baseline's does not depend on recomputation, and an ILP point that keeps and moves
+        only is not the one that may recompute)."""
+        keeps_and_moves = not self.recompute and get_planner(self.planner).formulation is not None
         return "|".join([self.graph, self.system, self.planner, self.limit, self.solver,
                          str(self.time_limit_seconds), str(self.relative_gap), self.mode,
                          "addresses" if self.addresses else "no-addresses",
-                         *([] if self.recompute else ["no-recompute"])])
+                         *(["no-recompute"] if keeps_and_moves else [])])
 
     def to_json(self) -> dict[str, Any]:
         """The point as JSON values."""
