@@ -1,24 +1,50 @@
 """A physical lower bound on the step time: seconds no plan of a problem can beat.
 
-Facts that hold for every plan, whatever the formulation that made it, on the timeline
-the simulator prices (kernels one after another; synchronous copies between them;
-asynchronous copies and a kernel's own remote accesses during a kernel):
+It holds for every valid plan, whatever the formulation that made it, under every cost
+model :mod:`autotm_core.costs` can express (the roofline, any separable form, a measured
+table with arbitrary times per configuration), and for copies that span any number of
+kernels (issued at one kernel, complete before a later one). It rests on these facts of
+the timeline the simulator prices, and on nothing else:
 
-- **Compute.** A kernel never runs faster than its fastest configuration, so the step
-  takes at least the all-fast time (:attr:`Problem.all_fast_seconds`), and any run of
-  kernels at least the sum of their fastest times.
-- **Traffic.** At a kernel whose live bytes exceed the fastest pool's capacity, tensors
-  making up the excess have no residency in it there. Such a tensor, if produced in the
-  step, crossed *out* (written there by its producer, or evicted) by the end of the
-  first such kernel; the bound counts that once (a copy outside stays valid until the
-  tensor is written again). If a kernel reads it at or after such a kernel, it crosses
-  back *in* (fetched, or read from there) after the kernel before that one ends.
-- **Order.** Split the step after any kernel: before the split run the kernels up to it
-  and every crossing out that they need; after it, the other kernels and every crossing
-  in needed from the next kernel on. Each side lasts at least its compute and at least
-  its crossings over the fastest rate, and the step at least the two sides together.
-  So the evictions a forward pass needs and the fetches its backward pass needs cannot
-  hide behind each other, even on a duplex link.
+1. **Kernels.** Kernels run one after another, each for at least its least time over
+   the configurations its costs allow (:func:`~.bound_rates.least_seconds`: read from the
+   costs, not the all-fast time, since a slower pool may be better in some respect, e.g.
+   a lower latency). A rerun runs at least its kernel's least time too.
+2. **Blocking copies.** A synchronous copy or a rerun holds the step: no kernel runs
+   meanwhile, and no other copy moves bytes (the link's blocking rate is "nothing else
+   runs"). Blocking copies run one at a time, each at most at its link's blocking rate.
+3. **Overlapping copies.** Every other byte crossing to or from the fastest pool moves
+   while kernels run (or wait for copies), over a copy channel
+   (:attr:`~autotm_core.memory.MemorySystem.link_channels`), which carries at most its
+   fastest link's overlapping rate *at every moment*, whichever kernels its copies span:
+   over any stretch of the step lasting ``L``, at most ``rate * L`` bytes. This is the
+   only fact about overlap used; no copy is assumed to overlap one kernel only.
+4. **Kernels' own accesses.** A kernel that uses a tensor from another pool crosses its
+   bytes itself. Over a link that carries kernel traffic they share the channel (fact 3);
+   otherwise the costs alone limit them: a kernel touches at most ``access`` bytes there
+   per second of its time, the most any configuration its costs allow touches
+   (:func:`~.bound_rates.crossing_rates`; a table that prices a large remote read at
+   nothing makes this infinite, and the traffic term then vanishes).
+5. **Residency.** At a kernel whose live bytes exceed the fastest pool's capacity, the
+   tensors making up the excess hold no bytes there during the kernel. A copy in flight
+   holds both ends (destination reserved from issue, source kept until completion), so
+   such a tensor, if produced in the step, finished crossing *out* (by a copy, or by its
+   producer writing it elsewhere) by the end of the first such kernel, counted once (a
+   copy outside stays valid until the tensor is written again); and if a kernel reads it
+   at or after such a kernel, its bytes cross back *in* (a copy issued later, or the
+   reader's own access) after the kernel before that one ends.
+
+**The order term.** Split the step after any kernel ``b``: the stretch up to the end of
+``b`` runs kernels ``0..b`` and every crossing out their rows need; the stretch after it,
+the other kernels and every crossing in needed from ``b + 1`` on. The stretches do not
+overlap, so the step lasts at least the two together; so the evictions a forward pass
+needs and the fetches its backward pass needs cannot hide behind each other, even on a
+duplex link. By facts 1-4 a stretch of length ``L`` with kernels of least time ``C`` spends
+``S <= L - C`` on blocking copies and moves at most ``sync * S + overlap * (L - S)`` bytes,
+where ``sync`` is the fastest blocking rate and ``overlap`` the channels' rates plus the
+accesses' (:class:`~.bound_rates.CrossingRate`); so ``max(sync, overlap) * L >= bytes +
+max(sync - overlap, 0) * C``, and ``L >= C``. Each direction is counted on its own (as if
+it had its own channel), and the rates of several other pools add up: both only weaken it.
 
 With ``x[t, k]`` the fraction of tensor ``t`` outside the fastest pool at kernel ``k``
 (over-capacity kernels only), the bytes out by kernel ``k`` are at least
@@ -32,23 +58,19 @@ and on large graphs only the neediest over-capacity kernels keep their rows
 wrong. HiGHS's interior-point method solves it (2-20 s on the paper's networks, where
 its dual simplex took 50-320 s).
 
-The rates are upper bounds on the system's: per pool, the faster of a blocking copy
-and an overlapping copy plus the kernels' own accesses (these run side by side unless
-the link carries the kernels' traffic; see
-:attr:`~autotm_core.memory.CopyLink.kernel_traffic`), summed over the pools. The two
-directions count separately (as if each had its own channel).
-
 With recomputation (``recompute=True``), a tensor the graph lets a plan recompute may
 also be outside by being dropped (``xr``, part of ``x``): it then crosses neither way, but
-before its next read its producer reruns, which takes at least the producer's fastest
+before its next read its producer reruns, which takes at least the producer's least
 time once (a producer's outputs share a rerun); the step lasts at least the whole compute
 plus those reruns. The crossing rows count only the part moved (``x - xr``), so a byte
 over capacity costs a crossing or a rerun, whichever is cheaper; chains of reruns are
 counted as one rerun each (a relaxation).
 
-It ignores page rounding, pinned tensors, the kernels' own slowdown from slow operands,
-copies that cannot overlap each other and the deadline of each fetch (before the read),
-each of which only raises the true optimum: it is valid, not tight.
+It ignores page rounding, pinned tensors, tensors' allowed pools, the capacity of every
+pool but the fastest, copies between other pools, the kernels' slowdown beyond their
+least time (but for the accesses of fact 4), a kernel waiting for a copy, and the
+deadline of each fetch (before the read), each of which only raises the true optimum: it
+is valid, not tight.
 """
 
 from __future__ import annotations
@@ -61,9 +83,8 @@ import numpy as np
 from scipy import sparse
 
 from autotm_core.arrays import BoolArray, FloatArray, IntArray
-from autotm_core.costs.model import least_kernel_seconds
 from autotm_core.ir.liveness import Liveness
-from autotm_core.memory import MemorySystem
+from autotm_core.planning.bound_rates import CrossingRate, crossing_rates, least_seconds
 from autotm_core.planning.problem import Problem
 
 logger = logging.getLogger(__name__)
@@ -74,11 +95,11 @@ class LowerBound:
     """A physical lower bound on a problem's step time, and its parts."""
 
     compute_seconds: float
-    """The all-fast step time (0 when the costs cannot price it)."""
-    rate_in: float
-    """Fastest rate bytes can cross in, bytes per second (0: no other pool)."""
-    rate_out: float
-    """Fastest rate bytes can cross out, bytes per second."""
+    """Every kernel at its least time over the configurations its costs allow."""
+    rate_in: CrossingRate
+    """How fast bytes can cross into the fastest pool."""
+    rate_out: CrossingRate
+    """How fast bytes can cross out of it."""
     traffic_seconds: float
     """The least time the crossings take with the compute they cannot hide behind: the
     largest split of the step (see the module docstring); 0 without an excess."""
@@ -96,33 +117,21 @@ def physical_lower_bound(problem: Problem, *, recompute: bool = False) -> LowerB
     """The physical lower bound of ``problem`` under its limit (see the module docstring);
     with ``recompute``, valid also for plans that recompute activations (reruns)."""
     system = problem.limited_system
-    compute = problem.all_fast_seconds or 0.0
-    rate_in, rate_out = crossing_rates(system)
-    capacity = system.fast.capacity_nbytes
     liveness = problem.graph.liveness
-    if capacity is None or rate_in <= 0 or rate_out <= 0:
+    least = least_seconds(problem.costs, liveness)
+    compute = float(least.sum())
+    rate_in, rate_out = crossing_rates(system, problem.costs, liveness)
+    capacity = system.fast.capacity_nbytes
+    if capacity is None or (np.isinf(rate_in.bytes_per_second)
+                            and np.isinf(rate_out.bytes_per_second)):
+        # no limit, or the costs let kernels touch other pools in no time: compute alone
         return LowerBound(compute_seconds=compute, rate_in=rate_in, rate_out=rate_out,
                           traffic_seconds=0.0, split_after=-1)
-    least = least_kernel_seconds(problem.costs, liveness.n_kernels)
     droppable = problem.graph.recompute.recomputable if recompute else None
     seconds, split_after = _least_split(liveness, capacity, rate_in, rate_out, least,
                                         droppable)
     return LowerBound(compute_seconds=compute, rate_in=rate_in, rate_out=rate_out,
                       traffic_seconds=seconds, split_after=split_after)
-
-
-def crossing_rates(system: MemorySystem) -> tuple[float, float]:
-    """Upper bounds on the bytes per second that can cross into and out of the fastest
-    pool at any moment, over every other pool (see the module docstring)."""
-    rate_in = rate_out = 0.0
-    for q, pool in enumerate(system.pools[1:], start=1):
-        into, out = system.link(q, 0), system.link(0, q)
-        # overlapping copies run beside the kernels' own accesses, unless those share the link
-        rate_in += max(into.sync_bytes_per_second, into.async_bytes_per_second
-                       + (0.0 if into.kernel_traffic else pool.read_bytes_per_second))
-        rate_out += max(out.sync_bytes_per_second, out.async_bytes_per_second
-                        + (0.0 if out.kernel_traffic else pool.write_bytes_per_second))
-    return rate_in, rate_out
 
 
 SMALL_TENSOR_FRACTION = 1e-4
@@ -139,7 +148,8 @@ _NO_EXCESS = (0.0, -1)
 """What :func:`_least_split` gives when no kernel's live bytes exceed the capacity."""
 
 
-def _least_split(liveness: Liveness, capacity: int, rate_in: float, rate_out: float,
+def _least_split(liveness: Liveness, capacity: int, rate_in: CrossingRate,
+                 rate_out: CrossingRate,
                  kernel_seconds: FloatArray,
                  droppable: BoolArray | None = None) -> tuple[float, int]:
     """The LP of the module docstring: the least largest split's seconds, and the kernel
@@ -152,7 +162,8 @@ def _least_split(liveness: Liveness, capacity: int, rate_in: float, rate_out: fl
     # the longer of the compute and that excess's crossing
     unit_nbytes = float(excess.max())
     compute_before = np.concatenate([[0.0], np.cumsum(kernel_seconds)])
-    unit_seconds = max(float(compute_before[-1]), unit_nbytes / min(rate_in, rate_out))
+    unit_seconds = max(float(compute_before[-1]),
+                       unit_nbytes / min(rate_in.bytes_per_second, rate_out.bytes_per_second))
     small = _small_tensors(liveness, unit_nbytes)
     need = excess - _live_nbytes(liveness, small)
     if need.max() <= 0:
@@ -269,8 +280,8 @@ class _SplitProgram:
     need: FloatArray
     """Per kernel, the bytes the big tensors must cover (above 0: over capacity)."""
     pairs: _Pairs
-    rate_in: float
-    rate_out: float
+    rate_in: CrossingRate
+    rate_out: CrossingRate
     unit_nbytes: float
     unit_seconds: float
     compute_before: FloatArray
@@ -357,18 +368,22 @@ class _SplitProgram:
 
     def _split_rows(self, ub: _Rows) -> None:
         """Per split after kernel ``b``: ``before[b]`` at least the crossings out of the
-        rows up to ``b``, ``after[b]`` at least the crossings in of the rows after it,
-        and ``z`` at least their sum."""
+        rows up to ``b`` with that side's compute (:func:`_side_seconds`), ``after[b]``
+        the crossings in of the rows after it with its compute, and ``z`` their sum."""
         cols, done = self.cols, self.done
         m, n_splits = cols.n_rows, cols.n_splits
         s_out, s_in = np.flatnonzero(done >= 1), np.flatnonzero(done < m)
-        r = ub.block(len(s_out))
+        # rate * side >= bytes + sync_excess * compute, in units
+        out, into = self.rate_out, self.rate_in
+        r = ub.block(len(s_out), -out.sync_excess / out.bytes_per_second
+                     * self.compute_before[s_out] / self.unit_seconds)
         ub.add(r + np.arange(len(s_out)), cols.out_by + done[s_out] - 1,
-               self.unit_nbytes / self.rate_out / self.unit_seconds)
+               self.unit_nbytes / out.bytes_per_second / self.unit_seconds)
         ub.add(r + np.arange(len(s_out)), cols.before + s_out, -1.0)
-        r = ub.block(len(s_in))
+        r = ub.block(len(s_in), -into.sync_excess / into.bytes_per_second
+                     * self.compute_after[s_in] / self.unit_seconds)
         ub.add(r + np.arange(len(s_in)), cols.in_from + done[s_in],
-               self.unit_nbytes / self.rate_in / self.unit_seconds)
+               self.unit_nbytes / into.bytes_per_second / self.unit_seconds)
         ub.add(r + np.arange(len(s_in)), cols.after + s_in, -1.0)
         r = ub.block(n_splits)
         ub.add(r + np.arange(n_splits), cols.before + np.arange(n_splits), 1.0)
@@ -436,13 +451,18 @@ class _SplitProgram:
     def _largest_split(self, v: FloatArray) -> int:
         """The kernel after which the largest split of the solution ``v`` falls."""
         cols, done, m = self.cols, self.done, self.cols.n_rows
-        out_seconds = np.concatenate(
-            [[0.0], v[cols.out_by: cols.out_by + m] * self.unit_nbytes / self.rate_out])
-        in_seconds = np.concatenate(
-            [v[cols.in_from: cols.in_from + m] * self.unit_nbytes / self.rate_in, [0.0]])
-        sides = (np.maximum(self.compute_before, out_seconds[done])
-                 + np.maximum(self.compute_after, in_seconds[done]))
+        out_nbytes = np.concatenate([[0.0], v[cols.out_by: cols.out_by + m] * self.unit_nbytes])
+        in_nbytes = np.concatenate([v[cols.in_from: cols.in_from + m] * self.unit_nbytes, [0.0]])
+        sides = (_side_seconds(out_nbytes[done], self.compute_before, self.rate_out)
+                 + _side_seconds(in_nbytes[done], self.compute_after, self.rate_in))
         return int(self.splits[sides.argmax()])
+
+
+def _side_seconds(nbytes: FloatArray, compute: FloatArray, rate: CrossingRate) -> FloatArray:
+    """The least a stretch of the step lasts that runs kernels of ``compute`` seconds at least
+    and moves ``nbytes`` across at ``rate``: blocking copies add to the kernels' time, so
+    ``rate * L >= nbytes + rate.sync_excess * compute`` (see the module docstring)."""
+    return np.maximum(compute, (nbytes + rate.sync_excess * compute) / rate.bytes_per_second)
 
 
 def _row_kernels(need: FloatArray, seg_first: IntArray, seg_last: IntArray) -> IntArray:
@@ -514,4 +534,4 @@ def _ranks(span: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) - starts
 
 
-__all__ = ["LowerBound", "crossing_rates", "least_kernel_seconds", "physical_lower_bound"]
+__all__ = ["LowerBound", "physical_lower_bound"]
