@@ -6,7 +6,6 @@ every placement, or faster from slower pools), with reruns or without."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -17,54 +16,15 @@ from hypothesis import strategies as st
 from autotm_core import Graph, GraphBuilder, MemorySystem
 from autotm_core.baselines import run_baseline
 from autotm_core.costs import KernelCosts, resolve_costs
-from autotm_core.costs.model import CostTable, TableCosts
 from autotm_core.examples.networks import training_chain
 from autotm_core.planning import PlanSettings, Problem, load_problem, plan
 from autotm_core.planning.lower_bound import physical_lower_bound
 from autotm_core.plans import MoveKind, Plan, check_plan
 from autotm_core.presets import preset
 from autotm_core.simulation import simulate
+from costs.random_tables import TABLES, measured
 from plans.random_plans import random_plan, three_pools, tiny_system
 from plans.random_reruns import random_plan_with_reruns
-
-Table = Callable[[np.ndarray, np.random.Generator], np.ndarray]
-"""Seconds of each configuration (rows of pool positions) of one kernel."""
-
-
-def scale(rng: np.random.Generator) -> float:
-    """A kernel's time, from far below to far above its tensors' copy times."""
-    return float(10 ** rng.uniform(-8, -3))
-
-
-def uniform(configs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Every placement of the kernel alike."""
-    return np.full(len(configs), scale(rng))
-
-
-def slower_pools_faster(configs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Each tensor in a slower pool saves time: the opposite of a roofline."""
-    return scale(rng) / (1.0 + configs.sum(axis=1))
-
-
-def arbitrary(configs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Any time for any placement."""
-    return scale(rng) * rng.uniform(0.01, 1.0, len(configs))
-
-
-TABLES: dict[str, Table] = {"uniform": uniform, "slower-faster": slower_pools_faster,
-                            "arbitrary": arbitrary}
-
-
-def measured(graph: Graph, n_pools: int, seconds: Table, seed: int) -> TableCosts:
-    """A complete cost table of ``graph`` whose times ``seconds`` draws."""
-    rng = np.random.default_rng(seed)
-    live = graph.liveness
-    tables = []
-    for k in range(live.n_kernels):
-        width = int(live.kernel_ptr[k + 1] - live.kernel_ptr[k])
-        configs = np.indices((n_pools,) * width).reshape(width, -1).T.astype(np.int8)
-        tables.append(CostTable(configs=configs, seconds=seconds(configs, rng)))
-    return TableCosts(n_pools=n_pools, kernel_ptr=live.kernel_ptr, tables=tuple(tables))
 
 
 def any_configs(plan_: Plan, graph: Graph, system: MemorySystem,
