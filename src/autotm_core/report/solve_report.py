@@ -135,14 +135,12 @@ def _solved(outcome: Outcome) -> tuple[str, str]:
 
 def _physical(outcome: Outcome, bound: LowerBound) -> str:
     """The physical bound's row: its value, which term binds, the plan's distance to it."""
+    why = "every kernel at its least time"
     if bound.traffic_seconds > bound.compute_seconds:
         split = bound.split_after
-        where = ("the crossings in alone" if split < 0 else "the crossings out alone"
-                 if split >= len(outcome.problem.graph.kernels) - 1
-                 else f"crossings out up to kernel {split}, then in after it")
-        why = f"{where}, with the kernels' compute"
-    else:
-        why = "every kernel at its least time"
+        why = "crossings of the fastest pool with the compute they cannot hide behind"
+        if 0 <= split < len(outcome.problem.graph.kernels) - 1:
+            why += f": out up to kernel {split}, in after it"
     ratio = _over(outcome.step_seconds, bound.seconds)
     return (f"{format_seconds(bound.seconds)} ({why}); this plan "
             + ("-" if ratio is None else f"{ratio:.3f}x") + " of it")
