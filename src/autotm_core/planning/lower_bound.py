@@ -97,7 +97,8 @@ class LowerBound:
     """How fast bytes can cross out of it."""
     traffic_seconds: float
     """The least time the crossings take with the compute they cannot hide behind: the
-    largest split of the step (see the module docstring); 0 without an excess."""
+    largest split of the step (see the module docstring), with ``recompute`` at least the
+    compute plus the reruns that stand in for crossings; 0 without an excess."""
     split_after: int
     """The kernel after which the largest split falls (-1: before the first kernel; the
     last kernel's position: after it; either means one direction alone binds)."""
