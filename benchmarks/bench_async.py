@@ -6,7 +6,7 @@ whole call: the asynchronous call plans static and synchronous on its way), with
 addresses fitted; greedy's plan; the asynchronous model's bound (``-`` when the
 solver proved none); and the physical lower bound
 (:mod:`autotm_core.planning.lower_bound`): no less than every kernel at its
-all-fast time, and, split after any kernel, no less than the crossings out of
+least time, and, split after any kernel, no less than the crossings out of
 the fast pool needed up to it plus the crossings in needed after it (each side
 no shorter than its own compute), over the fastest rates that can move them.
 Prints each plan's distance to that bound and the load average.

@@ -85,6 +85,19 @@ def test_no_addresses_and_static(capsys: pytest.CaptureFixture[str]) -> None:
     assert facts["moves"] == []
 
 
+def test_physical_bound_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    point = [*SMALL, "--ratio", "4:1", "--formulation", "static", "--no-addresses"]
+    assert _json([*point, "--json"], capsys)["physical_bound"] is None  # opt-in: an LP
+    facts = _json([*point, "--physical-bound", "--json"], capsys)
+    bound = facts["physical_bound"]
+    assert 0 < bound["seconds"] <= facts["step_seconds"]
+    assert bound["seconds"] == max(bound["compute_seconds"], bound["traffic_seconds"])
+    assert bound["plan_ratio"] == pytest.approx(facts["step_seconds"] / bound["seconds"])
+    assert main([*point, "--physical-bound"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "of it" in text and "physical bound" in text and "this plan" in text
+
+
 def test_exactly_fitting_one_byte_short_and_impossible(capsys: pytest.CaptureFixture[str]) -> None:
     err = _error([*SMALL, "--fast-capacity", "4KiB", "--pin-to-fast"], capsys)
     assert "no plan fits: kernel 'loss'" in err and "bytes" in err

@@ -52,6 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--insist", action="store_true",
                         help="plan even when the model looks too big for this machine's memory, "
                         "or a limit is above a pool's physical capacity (with a warning)")
+    parser.add_argument("--physical-bound", action="store_true",
+                        help="also report the physical lower bound no plan of any formulation "
+                        "beats, and this plan's distance to it (an LP: seconds to tens of "
+                        "seconds on large networks)")
     add_output(parser)
     add_top(parser)
     add_json(parser)
@@ -78,15 +82,21 @@ def run(args: argparse.Namespace, console: Console) -> int:
         status.update("computing the baselines")
         comparisons: Sequence[Comparison] = compare_baselines(
             problem, addresses=outcome.plan.has_offsets)
+        physical = None
+        if args.physical_bound:
+            from autotm_core.planning.lower_bound import physical_lower_bound
+
+            status.update("computing the physical lower bound")
+            physical = physical_lower_bound(problem, recompute=settings.recompute)
     status_code = 0
-    facts = solve_facts(outcome, comparisons, top=max(0, args.top))
+    facts = solve_facts(outcome, comparisons, top=max(0, args.top), physical=physical)
     if args.output:
         facts["output"] = args.output
     if args.json:
         console.print_json(json.dumps(facts))
         return status_code
     console.print(render_solve(outcome, comparisons, top=max(0, args.top),
-                               width=report_width(console)))
+                               width=report_width(console), physical=physical))
     if args.output:
         console.print(f"plan written to {args.output}")
     return status_code

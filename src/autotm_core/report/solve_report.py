@@ -17,6 +17,7 @@ from rich.table import Table
 
 from autotm_core.planning import Comparison, Outcome, PlanMode
 from autotm_core.planning.breakdown import outcome_breakdown
+from autotm_core.planning.lower_bound import LowerBound
 from autotm_core.report.charts import CHART_MARGIN
 from autotm_core.report.kinds_report import render_kinds
 from autotm_core.report.plan_report import render_simulation, simulation_facts
@@ -32,8 +33,9 @@ def _over(numerator: float | None, denominator: float | None) -> float | None:
 
 
 def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
-                top: int = 10) -> dict[str, Any]:
-    """Everything ``solve`` reports, as plain data (the ``--json`` output)."""
+                top: int = 10, physical: LowerBound | None = None) -> dict[str, Any]:
+    """Everything ``solve`` reports, as plain data (the ``--json`` output); the physical
+    lower bound when it is given (``physical_bound``, else ``None``)."""
     if outcome.solve is None:
         raise ValueError(f"the {outcome.planner.name} plan was not made by the ILP planner")
     facts = simulation_facts(outcome.simulation, all_fast_seconds=outcome.all_fast_seconds,
@@ -71,6 +73,10 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
     facts["phases_seconds"] = sum(phase.seconds for phase in outcome.phases)
     facts["solve"]["covers"] = _solved(outcome)[1]
     facts["reductions"] = None if outcome.reductions is None else outcome.reductions.summary()
+    facts["physical_bound"] = None if physical is None else {
+        "seconds": physical.seconds, "compute_seconds": physical.compute_seconds,
+        "traffic_seconds": physical.traffic_seconds, "split_after": physical.split_after,
+        "plan_ratio": _over(outcome.step_seconds, physical.seconds)}
     a = outcome.addresses
     facts["addresses"] = None if a is None else {
         "fits": a.fits,
@@ -129,7 +135,20 @@ def _solved(outcome: Outcome) -> tuple[str, str]:
     return "last solve", f"the {outcome.model.formulation} model{which}"
 
 
-def _head(outcome: Outcome) -> Table:
+def _physical(outcome: Outcome, bound: LowerBound) -> str:
+    """The physical bound's row: its value, which term binds, the plan's distance to it."""
+    why = "every kernel at its least time"
+    if bound.traffic_seconds > bound.compute_seconds:
+        split = bound.split_after
+        why = "crossings of the fastest pool with the compute they cannot hide behind"
+        if 0 <= split < len(outcome.problem.graph.kernels) - 1:
+            why += f": out up to kernel {split}, in after it"
+    ratio = _over(outcome.step_seconds, bound.seconds)
+    return (f"{format_seconds(bound.seconds)} ({why}); this plan "
+            + ("-" if ratio is None else f"{ratio:.3f}x") + " of it")
+
+
+def _head(outcome: Outcome, physical: LowerBound | None = None) -> Table:
     assert outcome.solve is not None
     s, m = outcome.solve, outcome.model
     head = Table.grid(padding=(0, 2))
@@ -158,6 +177,8 @@ def _head(outcome: Outcome) -> Table:
         head.add_row("bound", format_seconds(s.bound_seconds)
                      + (f" ({s.bound_source})" if s.bound_source else ""))
     head.add_row("gap", "-" if s.gap is None else f"{s.gap:.2%}")
+    if physical is not None:
+        head.add_row("physical bound", _physical(outcome, physical))
     if m is not None:
         constraints = "" if m.constraints is None else f"{m.constraints:,} constraints, "
         head.add_row("model", f"{m.formulation}: {m.variables:,} variables "
@@ -228,9 +249,10 @@ def _rounds(outcome: Outcome) -> Table | None:
 
 
 def render_solve(outcome: Outcome, comparisons: Sequence[Comparison], *, top: int = 10,
-                 width: int = 72) -> RenderableType:
-    """The solve, the comparison with the baselines and the address fitting, then the plan."""
-    parts: list[RenderableType] = [_title(outcome), "", _head(outcome), "",
+                 width: int = 72, physical: LowerBound | None = None) -> RenderableType:
+    """The solve, the comparison with the baselines and the address fitting, then the plan;
+    with ``physical``, the physical lower bound and the plan's distance to it."""
+    parts: list[RenderableType] = [_title(outcome), "", _head(outcome, physical), "",
                                    _compared(outcome, comparisons), ""]
     rounds = _rounds(outcome)
     if rounds is not None:
