@@ -110,10 +110,13 @@ class IlpSettings:
             # pages are the allocator's: sizes round to them only when addresses are fitted
             page_nbytes=PAGE_NBYTES if settings.addresses else 1, strategy=settings.strategy)
 
-    def options(self, formulation: Formulation, *, recompute: bool) -> FormulationOptions:
-        """The formulation options of ``formulation``'s model (recomputing or not)."""
-        return FormulationOptions(formulation=formulation, pin_to_fast=self.pin_to_fast,
-                                  page_nbytes=self.page_nbytes, recompute=recompute)
+    def options(self, formulation: Formulation, *, recompute: bool,
+                depth: int | None = None) -> FormulationOptions:
+        """The formulation options of ``formulation``'s model (recomputing or not, with rerun
+        chains of at most ``depth`` producers; ``None``: the options' default)."""
+        options = FormulationOptions(formulation=formulation, pin_to_fast=self.pin_to_fast,
+                                     page_nbytes=self.page_nbytes, recompute=recompute)
+        return options if depth is None else attrs.evolve(options, recompute_depth=depth)
 
     @property
     def fits_addresses(self) -> bool:
@@ -144,20 +147,45 @@ class _Chain:
         return self.target.formulation
 
     @functools.cached_property
-    def recomputes(self) -> bool:
-        """Whether the chain has recomputing stages: recomputation is on, planning is exact
-        (a stretch cannot see a value's forward and backward uses together: approximate
-        planning holds the practitioners' recomputing plans only), and the graph has
-        something the model may recompute."""
+    def recompute_depth(self) -> int | None:
+        """How many producers back the recomputing models' rerun chains reach: the deepest
+        (up to the formulation options' default) whose options number at most the strategy's
+        :attr:`~Strategy.rerun_options_per_kernel` per kernel; ``None`` when the chain has no
+        recomputing stage: recomputation is off, planning is approximate (a stretch cannot
+        see a value's forward and backward uses together: approximate planning holds the
+        practitioners' recomputing plans only), or the graph has nothing the model may
+        recompute."""
         from autotm_core.ilp.reruns import rerun_options
 
         settings = self.settings
         if not settings.recompute or settings.mode is not PlanMode.EXACT:
-            return False
-        options = settings.options(self.formulation, recompute=True)
+            return None
         problem = self.problem
-        return bool(rerun_options(problem.graph, problem.costs, problem.limited_system,
-                                  options).options)
+        cap = settings.strategy.rerun_options_per_kernel * len(problem.graph.kernels)
+        deepest = settings.options(self.formulation, recompute=True).recompute_depth
+        chosen = None
+        for depth in sorted({0, 1, 2, 4, deepest} & set(range(deepest + 1))):
+            found = len(rerun_options(problem.graph, problem.costs, problem.limited_system,
+                                      settings.options(self.formulation, recompute=True,
+                                                       depth=depth)).options)
+            if not found:
+                continue  # every option needs a longer chain
+            if chosen is not None and found > cap:
+                break
+            chosen = depth
+            if found > cap:
+                break  # the shallowest that has options is over: it is still offered
+        return chosen
+
+    @property
+    def recomputes(self) -> bool:
+        """Whether the chain has recomputing stages (see :attr:`recompute_depth`)."""
+        return self.recompute_depth is not None
+
+    def options(self, formulation: Formulation, *, recompute: bool) -> FormulationOptions:
+        """The formulation options of one stage's model."""
+        return self.settings.options(formulation, recompute=recompute,
+                                     depth=self.recompute_depth if recompute else None)
 
     @property
     def stages(self) -> tuple[tuple[Formulation, bool], ...]:
@@ -376,7 +404,7 @@ def _exact(chain: _Chain, planner: Planner, budget: Budget, *, recompute: bool) 
 
     problem, settings, pool = chain.problem, chain.settings, chain.pool
     assert planner.formulation is not None
-    options = settings.options(planner.formulation, recompute=recompute)
+    options = chain.options(planner.formulation, recompute=recompute)
     graph, system = problem.graph, problem.limited_system
     starts = tuple(h.plan for h in pool.starts(planner.formulation))
     fitting = None
@@ -443,7 +471,7 @@ def _approximate(chain: _Chain, planner: Planner, budget: Budget, *,
     problem, settings = chain.problem, chain.settings
     graph = problem.graph
     assert planner.formulation is not None
-    options = settings.options(planner.formulation, recompute=recompute)
+    options = chain.options(planner.formulation, recompute=recompute)
     with budget.phase("approximate"):
         result = plan_approximate(
             graph, problem.limited_system, costs=problem.costs, solver=settings.solver,
