@@ -177,10 +177,13 @@ Three columns are what an ML engineer does by hand when a model does not fit
 (docs/baselines.md): `checkpoint-layers` (gradient checkpointing of every block, the rest
 spilled first-touch when that does not fit), `offload-activations` (torchtune's copy of
 every saved activation to the slow pool and back) and `recompute-only` (the cheapest
-recomputation that fits, with no moves). They recompute or copy activations; the ILP
-columns here keep and move tensors only (the grids do not turn on `--recompute`), so where
-recomputing is cheap (GPT-2 at 141 GB) a practitioner's baseline beats them. A baseline
-that cannot exist at a limit (it does not fit) is listed under *Cells without a plan*."""
+recomputation that fits, with no moves). They recompute or copy activations; so do the
+ILP columns (recomputation is on by default: each formulation's keeping-and-moving model,
+then its recomputing one, both started from the plans held, these three among them). A
+practitioner's baseline can still show a faster step than the ILP where its plan does not
+pack into the addresses the ILP's plans must fit (the baselines' are not fitted) or where
+the ILP ran out of time. A baseline that cannot exist at a limit (it does not fit) is
+listed under *Cells without a plan*."""
 
 
 def solver_notes(results: Sequence[Row]) -> str:
