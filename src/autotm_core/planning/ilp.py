@@ -266,6 +266,7 @@ class _HeldPlans:
             recompute_only,
         )
         from autotm_core.errors import AutotmError
+        from autotm_core.ir import layer_of
 
         problem = chain.problem
         for warm in chain.warm_starts:
@@ -273,8 +274,11 @@ class _HeldPlans:
         baselines: list[tuple[str, Callable[..., Plan]]] = [("first-touch", first_touch)]
         if chain.formulation is not Formulation.STATIC:
             baselines.append(("greedy", greedy))
-        if chain.settings.recompute:
+        if chain.settings.recompute and any(layer_of(k.module) for k in problem.graph.kernels):
+            # without layers it reruns nothing (4.5 s for a first-touch-like plan on
+            # example:chain-20000, a 60 s point)
             baselines.append(("checkpoint-layers", checkpoint_layers))
+        if chain.settings.recompute:
             if chain.settings.mode is PlanMode.EXACT:
                 baselines.append(("recompute-only", recompute_only))
             if chain.formulation is Formulation.ASYNCHRONOUS:
