@@ -140,11 +140,20 @@ class Move:
     starts."""
     kind: MoveKind = MoveKind.SYNC
     """Blocking or overlapping."""
-    until: int = attrs.field(
-        default=attrs.Factory(lambda self: self.default_until, takes_self=True))
-    """The kernel before which the copy is complete and from which its target is usable:
-    ``kernel + 1`` by default for an async move (a one-kernel copy), later for one that
-    spans kernels; always ``kernel`` for a sync move."""
+    _until: int | None = attrs.field(default=None, alias="until")
+    # Kept as None when it is the default, so that a copy made by ``attrs.evolve`` with
+    # another kernel or kind gets that kernel's default rather than keeping a stale one.
+
+    def __attrs_post_init__(self) -> None:
+        if self._until is not None and self._until == self.default_until:
+            object.__setattr__(self, "_until", None)
+
+    @property
+    def until(self) -> int:
+        """The kernel before which the copy is complete and from which its target is usable
+        (argument ``until``): ``kernel + 1`` by default for an async move (a one-kernel
+        copy), later for one that spans kernels; always ``kernel`` for a sync move."""
+        return self.default_until if self._until is None else self._until
 
     @property
     def default_until(self) -> int:

@@ -1,0 +1,170 @@
+"""Copies spanning kernels: random valid spanning plans verify clean, named corruptions are
+caught, each message naming the copy, the tensor and the kernels."""
+
+from __future__ import annotations
+
+import attrs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autotm_core import Graph, MemorySystem
+from autotm_core.plans import Move, MoveKind, Plan, verify_plan
+
+from .random_spans import random_spanning_plan
+from .test_verify_properties import SETTINGS, cases, chain, half_step_use, system
+from .value_oracle import value_problems
+
+
+def build(case: tuple[int, bool, int]) -> tuple[Plan, Graph, MemorySystem]:
+    layers, three, seed = case
+    graph, sys_ = chain(layers), system(three)
+    return random_spanning_plan(graph, sys_, seed), graph, sys_
+
+
+def spanning(plan: Plan) -> list[int]:
+    return [i for i, m in enumerate(plan.moves) if m.spans_kernels]
+
+
+def names_the_copy(problems: list[str], i: int, move: Move, *words: str) -> None:
+    """Some problem names ``moves[i]``, its tensor, its kernels and every one of ``words``."""
+    hits = [p for p in problems if f"moves[{i}]" in p and repr(move.tensor) in p
+            and f"kernel #{move.kernel}" in p and all(w in p for w in words)]
+    assert hits, (i, move, words, problems)
+
+
+def with_move(plan: Plan, i: int, **changes: object) -> Plan:
+    moves = list(plan.moves)
+    moves[i] = attrs.evolve(moves[i], **changes)
+    return attrs.evolve(plan, moves=moves)
+
+
+def residency_of(plan: Plan, tensor: str, pool: str, kernel: int) -> int:
+    return next(j for j, r in enumerate(plan.residencies)
+                if (r.tensor, r.pool) == (tensor, pool) and r.first <= kernel <= r.last)
+
+
+@SETTINGS
+@given(case=cases)
+def test_random_spanning_plans_pass(case: tuple[int, bool, int]) -> None:
+    plan, graph, sys_ = build(case)
+    assert verify_plan(plan, graph, sys_) == []
+    assert value_problems(plan, graph) == []
+
+
+def test_the_random_plans_span_kernels() -> None:
+    plans = [build((layers, three, seed))[0] for layers in (2, 4) for three in (False, True)
+             for seed in range(5)]
+    assert sum(len(spanning(p)) for p in plans) > 20
+    assert any(m.until - m.kernel >= 4 for p in plans for m in p.moves)
+
+
+@SETTINGS
+@given(case=cases, pick=st.integers(0, 10**6))
+def test_a_source_freed_in_flight_is_caught(case: tuple[int, bool, int], pick: int) -> None:
+    plan, graph, sys_ = build(case)
+    if not spanning(plan):
+        return
+    i = spanning(plan)[pick % len(spanning(plan))]
+    m = plan.moves[i]
+    j = residency_of(plan, m.tensor, m.source, m.kernel)
+    rows = list(plan.residencies)
+    rows[j] = attrs.evolve(rows[j], last=m.until - 2)
+    problems = verify_plan(attrs.evolve(plan, residencies=rows), graph, sys_)
+    names_the_copy(problems, i, m, "ends before the copy completes", f"#{m.until - 1}")
+
+
+@SETTINGS
+@given(case=cases, pick=st.integers(0, 10**6))
+def test_a_target_freed_in_flight_is_caught(case: tuple[int, bool, int], pick: int) -> None:
+    plan, graph, sys_ = build(case)
+    if not spanning(plan):
+        return
+    i = spanning(plan)[pick % len(spanning(plan))]
+    m = plan.moves[i]
+    j = residency_of(plan, m.tensor, m.target, m.kernel)
+    rows = list(plan.residencies)
+    rows[j] = attrs.evolve(rows[j], last=m.until - 2)
+    problems = verify_plan(attrs.evolve(plan, residencies=rows), graph, sys_)
+    names_the_copy(problems, i, m, "ends while the copy is in flight")
+
+
+@SETTINGS
+@given(case=cases, pick=st.integers(0, 10**6))
+def test_a_read_of_the_target_before_until_is_caught(case: tuple[int, bool, int],
+                                                     pick: int) -> None:
+    plan, graph, sys_ = build(case)
+    uses = [(i, k, graph.kernels[k].tensors.index(m.tensor))
+            for i, m in enumerate(plan.moves) if m.spans_kernels
+            for k in range(m.kernel, m.until) if m.tensor in graph.kernels[k].tensors]
+    if not uses:
+        return
+    i, k, e = uses[pick % len(uses)]
+    m = plan.moves[i]
+    configs = [list(row) for row in plan.configs]
+    configs[k][e] = m.target
+    problems = verify_plan(attrs.evolve(plan, configs=configs), graph, sys_)
+    hits = [p for p in problems if f"kernel #{k} " in p and f"moves[{i}]" in p
+            and "still copying it there" in p and f"usable from kernel #{m.until}" in p]
+    assert hits, problems
+
+
+@SETTINGS
+@given(case=cases, pick=st.integers(0, 10**6))
+def test_a_flight_over_a_write_races_it(case: tuple[int, bool, int], pick: int) -> None:
+    """Issuing a copy earlier, so that its flight covers a kernel writing the tensor, races
+    that write (the residencies widened to keep every other rule)."""
+    plan, graph, sys_ = build(case)
+    live = graph.liveness
+    candidates = []
+    for i, m in enumerate(plan.moves):
+        if m.kind is not MoveKind.ASYNC:
+            continue
+        t = graph.tensor_index[m.tensor]
+        writers = [k for k in live.users(t).tolist() + [int(live.first[t])]
+                   if m.tensor in graph.kernels[k].outputs and k < m.kernel]
+        if writers:
+            candidates.append((i, max(writers)))
+    if not candidates:
+        return
+    i, w = candidates[pick % len(candidates)]
+    m = plan.moves[i]
+    problems = verify_plan(with_move(plan, i, kernel=w, until=m.until), graph, sys_)
+    hits = [p for p in problems if f"moves[{i}]" in p and repr(m.tensor) in p
+            and "races the write" in p and f"kernel #{w}" in p]
+    assert hits, problems
+
+
+@SETTINGS
+@given(case=cases, pick=st.integers(0, 10**6), late=st.booleans())
+def test_an_until_outside_the_flight_is_caught(case: tuple[int, bool, int], pick: int,
+                                               late: bool) -> None:
+    plan, graph, sys_ = build(case)
+    asyn = [i for i, m in enumerate(plan.moves) if m.kind is MoveKind.ASYNC]
+    if not asyn:
+        return
+    i = asyn[pick % len(asyn)]
+    m = plan.moves[i]
+    until = len(graph.kernels) + 1 if late else m.kernel
+    problems = verify_plan(with_move(plan, i, until=until), graph, sys_)
+    names_the_copy(problems, i, m, f"complete before kernel #{until}")
+
+
+@SETTINGS
+@given(case=cases)
+def test_capacity_counts_both_ends_during_the_flight(case: tuple[int, bool, int]) -> None:
+    plan, graph, sys_ = build(case)
+    size = {t.name: t.nbytes for t in graph.tensors}
+    for pool in sys_.pools:
+        use = half_step_use(plan, graph, pool.name)
+        for m in plan.moves:  # the rules keep a residency at both ends over the flight
+            if m.kind is MoveKind.ASYNC and pool.name in (m.source, m.target):
+                held = [r for r in plan.residencies if (r.tensor, r.pool) == (m.tensor, pool.name)
+                        and r.first <= m.kernel and r.last >= m.until - 1]
+                assert held and all(use[2 * k + 1] >= size[m.tensor]
+                                    for k in range(m.kernel, m.until))
+        peak = max(use)
+        fits = attrs.evolve(plan, capacities={**plan.capacities, pool.name: peak})
+        assert verify_plan(fits, graph, sys_) == []
+        if peak:
+            tight = attrs.evolve(plan, capacities={**plan.capacities, pool.name: peak - 1})
+            assert any(f"pool {pool.name!r} holds" in p for p in verify_plan(tight, graph, sys_))
