@@ -1,7 +1,8 @@
 """The simulator's loop in plain Python: the reference :mod:`.kernels` is tested against.
 
-Slow and plainly right: one pass over the moves, one over the residencies,
-one over the kernels, nothing vectorised or compiled. Same arguments and results as
+Slow and plainly right: one pass over the moves for their times and traffic, one over the
+kernels with each copy stream's queue, one over the residencies, nothing vectorised or
+compiled. Same arguments and results as
 :func:`autotm_core.simulation.kernels.simulate_arrays`.
 """
 
@@ -12,7 +13,7 @@ import numpy as np
 
 def simulate_arrays(kernel_seconds, workspace_nbytes,
                     res_pool, res_first, res_last, res_nbytes,
-                    move_kernel, move_source, move_target, move_async, move_nbytes,
+                    move_kernel, move_source, move_target, move_async, move_until, move_nbytes,
                     sync_bytes_per_second, async_bytes_per_second, link_channel,
                     channel_seconds):
     """See :func:`autotm_core.simulation.kernels.simulate_arrays`."""
@@ -22,21 +23,46 @@ def simulate_arrays(kernel_seconds, workspace_nbytes,
     async_seconds = [0.0] * n_kernels
     pair_nbytes = np.zeros((n_pools, n_pools, 2), dtype=np.int64)
     pair_counts = np.zeros((n_pools, n_pools, 2), dtype=np.int64)
-    busy = channel_seconds.tolist()  # per kernel, per channel: its own traffic, then copies
-    for k, s, t, asynchronous, nbytes in zip(
+    issued: list[list[tuple[int, float, int]]] = [[] for _ in range(n_kernels)]
+    for k, s, t, asynchronous, until, nbytes in zip(
         move_kernel.tolist(), move_source.tolist(), move_target.tolist(), move_async.tolist(),
-        move_nbytes.tolist(), strict=True,
+        move_until.tolist(), move_nbytes.tolist(), strict=True,
     ):
         if asynchronous:
-            async_seconds[k] += nbytes / async_bytes_per_second[s][t]
-            busy[k][link_channel[s][t]] += nbytes / async_bytes_per_second[s][t]
+            seconds = nbytes / async_bytes_per_second[s][t]
+            async_seconds[k] += seconds
+            issued[k].append((int(link_channel[s][t]), seconds, until))  # in plan order
         else:
             sync_seconds[k] += nbytes / sync_bytes_per_second[s][t]
         pair_nbytes[s, t, int(asynchronous)] += nbytes
         pair_counts[s, t, int(asynchronous)] += 1
-    effective_seconds = [
-        max([a, *channels]) for a, channels in zip(kernel_seconds.tolist(), busy, strict=True)
-    ]
+
+    # Each copy stream runs its work in issue order, on the clock of running kernels: a
+    # kernel's own traffic on it, then the copies issued when the kernel starts. A kernel
+    # ends once it has run and its traffic is done; the next one starts once every copy it
+    # must see complete (until == its position) is done.
+    traffic = channel_seconds.tolist()
+    free = [0.0] * len(traffic[0]) if traffic else []  # when each stream is free
+    done: dict[int, list[float]] = {}  # until -> when each copy due then completes
+    effective_seconds = []
+    clock = 0.0
+    for k in range(n_kernels):
+        queued = [f - clock if f > clock else 0.0 for f in free]  # from the kernel's start
+        ends = [kernel_seconds[k]]
+        for c, seconds in enumerate(traffic[k]):
+            if seconds > 0:
+                queued[c] += seconds
+                ends.append(queued[c])
+        for c, seconds, until in issued[k]:
+            queued[c] += seconds
+            if until == k + 1:
+                ends.append(queued[c])
+            else:
+                done.setdefault(until, []).append(clock + queued[c])
+        ends += [when - clock for when in done.pop(k + 1, [])]
+        effective_seconds.append(max(ends))
+        free = [clock + q for q in queued]
+        clock += effective_seconds[-1]
 
     # Each residency adds its bytes where it begins and takes them back after it ends; a
     # running sum over kernels gives what each pool holds.
