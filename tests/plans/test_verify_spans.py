@@ -168,3 +168,61 @@ def test_capacity_counts_both_ends_during_the_flight(case: tuple[int, bool, int]
         if peak:
             tight = attrs.evolve(plan, capacities={**plan.capacities, pool.name: peak - 1})
             assert any(f"pool {pool.name!r} holds" in p for p in verify_plan(tight, graph, sys_))
+
+
+def boundary_graph() -> Graph:
+    """k0: w, c0 -> a; k1: a -> b; k2: b -> c; k3: a, c -> out (``w`` a parameter, ``c0`` a
+    constant, so both live over the step and k0 may run again)."""
+    from autotm_core.ir import GraphBuilder
+
+    g = GraphBuilder("boundary")
+    for name, kind in (("w", "parameter"), ("c0", "constant"), ("a", "activation"),
+                       ("b", "activation"), ("c", "activation"), ("out", "output")):
+        g.tensor(name, nbytes=64, kind=kind)
+    g.kernel("k0", op="layer", inputs=["w", "c0"], outputs=["a"])
+    g.kernel("k1", op="relu", inputs=["a"], outputs=["b"])
+    g.kernel("k2", op="relu", inputs=["b"], outputs=["c"])
+    g.kernel("k3", op="loss", inputs=["a", "c"], outputs=["out"])
+    return g.build()
+
+
+def test_a_sync_move_reading_a_copy_in_flight_is_caught() -> None:
+    from autotm_core.plans import Residency, make_plan
+
+    from .random_plans import three_pools
+
+    graph, sys_ = boundary_graph(), three_pools()
+    rows = [Residency("w", "hbm", 0, 3), Residency("c0", "hbm", 0, 3),
+            Residency("a", "hbm", 0, 2), Residency("a", "dram", 1, 3),
+            Residency("b", "hbm", 1, 2), Residency("c", "hbm", 2, 3),
+            Residency("out", "hbm", 3, 3)]
+    evict = Move("a", "hbm", "dram", 1, MoveKind.ASYNC, until=3)
+    plan = make_plan(graph, sys_, residencies=rows, moves=[evict], planner="hand")
+    assert verify_plan(plan, graph, sys_) == []
+    onward = make_plan(graph, sys_, residencies=[*rows, Residency("a", "pmm", 2, 3)],
+                       moves=[evict, Move("a", "dram", "pmm", 2)], planner="hand")
+    problems = verify_plan(onward, graph, sys_)
+    assert any("moves[1]: sync move of tensor 'a'" in p and "before kernel #2" in p
+               and "moves[0]" in p and "issued at kernel #1 ('k1'), complete before kernel #3"
+               in p for p in problems), problems
+
+
+def test_a_rerun_reading_a_copy_in_flight_is_caught() -> None:
+    from autotm_core.plans import Rerun, Residency, make_plan
+
+    from .random_plans import three_pools
+
+    graph, sys_ = boundary_graph(), three_pools()
+
+    def plan(until: int) -> Plan:
+        return make_plan(graph, sys_, planner="hand", reruns=[Rerun(0, 3)], residencies=[
+            Residency("w", "dram", 0, 3), Residency("w", "hbm", 2, 3),
+            Residency("c0", "hbm", 0, 3), Residency("a", "hbm", 0, 1),
+            Residency("a", "hbm", 3, 3), Residency("b", "hbm", 1, 2),
+            Residency("c", "hbm", 2, 3), Residency("out", "hbm", 3, 3),
+        ], moves=[Move("w", "dram", "hbm", 2, MoveKind.ASYNC, until=until)])
+
+    assert verify_plan(plan(3), graph, sys_) == []
+    problems = verify_plan(plan(4), graph, sys_)
+    assert any("reruns[0]" in p and "'w' is still arriving in pool 'hbm'" in p
+               and "moves[0]" in p for p in problems), problems
