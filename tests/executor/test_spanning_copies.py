@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 from tests.executor.helpers import diamond, two_pools
+from tests.plans.random_spans import random_spanning_plan
 
 from autotm_core.addresses import assign_offsets
 from autotm_core.examples.networks import training_chain
 from autotm_core.executor import execute
 from autotm_core.plans import Move, MoveKind, Residency, make_plan, verify_plan
-from tests.plans.random_spans import random_spanning_plan
 
 
 def spanning_diamond():  # type: ignore[no-untyped-def]

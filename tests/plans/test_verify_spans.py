@@ -120,7 +120,7 @@ def test_a_flight_over_a_write_races_it(case: tuple[int, bool, int], pick: int) 
         if m.kind is not MoveKind.ASYNC:
             continue
         t = graph.tensor_index[m.tensor]
-        writers = [k for k in live.users(t).tolist() + [int(live.first[t])]
+        writers = [k for k in [*live.users(t).tolist(), int(live.first[t])]
                    if m.tensor in graph.kernels[k].outputs and k < m.kernel]
         if writers:
             candidates.append((i, max(writers)))
