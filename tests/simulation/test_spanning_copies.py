@@ -5,6 +5,7 @@ as before, and a copy given longer never making the step slower."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import attrs
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autotm_core import MemorySystem
+from autotm_core import Graph, MemorySystem
 from autotm_core.costs.roofline import roofline_costs
 from autotm_core.errors import PlanError
 from autotm_core.plans import Move, MoveKind, Plan, Residency, make_plan, verify_plan
@@ -120,18 +121,18 @@ def streamed(kind: int) -> MemorySystem:
 spans = st.tuples(st.integers(1, 4), st.integers(0, 3), st.integers(0, 2**32 - 1))
 
 
-def spanning_case(case: tuple[int, int, int]) -> tuple[Plan, MemorySystem]:
+def spanning_case(case: tuple[int, int, int]) -> tuple[Plan, Graph, MemorySystem, Any]:
+    """A random spanning plan, its graph, its system and roofline costs."""
     layers, kind, seed = case
-    system = streamed(kind)
-    return random_spanning_plan(chain(layers), system, seed, move_rate=0.5), system
+    graph, system = chain(layers), streamed(kind)
+    plan = random_spanning_plan(graph, system, seed, move_rate=0.5)
+    return plan, graph, system, roofline_costs(graph, system)
 
 
 @settings(max_examples=25, deadline=None)
 @given(case=spans)
 def test_numba_equals_reference_on_spanning_plans(case: tuple[int, int, int]) -> None:
-    plan, system = spanning_case(case)
-    graph = chain(case[0])
-    costs = roofline_costs(graph, system)
+    plan, graph, system, costs = spanning_case(case)
     fast = simulate(plan, graph, system, costs)
     slow = simulate(plan, graph, system, costs, engine=Engine.REFERENCE)
     for field in ("kernel_seconds", "sync_seconds", "async_seconds", "effective_seconds"):
@@ -149,30 +150,30 @@ def test_one_kernel_copies_cost_max_of_kernel_and_channels(case: tuple[int, int,
     plan = random_plan(graph, system, seed, move_rate=0.5)
     costs = roofline_costs(graph, system)
     sim = simulate(plan, graph, system, costs)
+    expected = np.maximum(sim.kernel_seconds, channel_work(plan, graph, system).max(axis=1))
+    np.testing.assert_array_equal(sim.effective_seconds, expected)
+
+
+def channel_work(plan: Plan, graph: Graph, system: MemorySystem) -> np.ndarray:
+    """``(n_kernels, n_channels)`` seconds of each kernel's traffic and of the async copies
+    issued at it, per copy channel, added in plan order."""
+    from autotm_core.plans.arrays import encode_plan
+
     channels = system.link_channels
     _, async_bps = copy_rates(system)
-    busy = kernel_traffic_seconds(graph, system, sim_entry_pools(plan, graph, system))
+    busy = kernel_traffic_seconds(graph, system, encode_plan(plan, graph, system)[0].entry_pools)
     for m in plan.moves:
         if m.kind is MoveKind.ASYNC:
             s, t = system.pool_index(m.source), system.pool_index(m.target)
             busy[m.kernel, channels[s, t]] += graph.tensor(m.tensor).nbytes / async_bps[s, t]
-    expected = np.maximum(sim.kernel_seconds, busy.max(axis=1))
-    np.testing.assert_array_equal(sim.effective_seconds, expected)
-
-
-def sim_entry_pools(plan: Plan, graph, system):  # type: ignore[no-untyped-def]
-    from autotm_core.plans.arrays import encode_plan
-
-    return encode_plan(plan, graph, system)[0].entry_pools
+    return busy
 
 
 @settings(max_examples=25, deadline=None)
 @given(case=spans, pick=st.integers(0, 10**6))
 def test_more_time_for_a_copy_never_slows_the_step(case: tuple[int, int, int],
                                                    pick: int) -> None:
-    plan, system = spanning_case(case)
-    graph = chain(case[0])
-    costs = roofline_costs(graph, system)
+    plan, graph, system, costs = spanning_case(case)
     copies = [i for i, m in enumerate(plan.moves)
               if m.kind is MoveKind.ASYNC and m.until < len(graph.kernels)]
     if not copies:
@@ -191,17 +192,9 @@ def test_more_time_for_a_copy_never_slows_the_step(case: tuple[int, int, int],
 @given(case=spans)
 def test_the_step_lasts_each_streams_work(case: tuple[int, int, int]) -> None:
     """Streams only run while kernels do, one piece of work at a time."""
-    plan, system = spanning_case(case)
-    graph = chain(case[0])
-    costs = roofline_costs(graph, system)
+    plan, graph, system, costs = spanning_case(case)
     sim = simulate(plan, graph, system, costs)
-    channels = system.link_channels
-    _, async_bps = copy_rates(system)
-    work = kernel_traffic_seconds(graph, system, sim_entry_pools(plan, graph, system)).sum(axis=0)
-    for m in plan.moves:
-        if m.kind is MoveKind.ASYNC:
-            s, t = system.pool_index(m.source), system.pool_index(m.target)
-            work[channels[s, t]] += graph.tensor(m.tensor).nbytes / async_bps[s, t]
+    work = channel_work(plan, graph, system).sum(axis=0)
     running = sim.effective_seconds.sum()
     assert running >= sim.kernel_seconds.sum() * (1 - 1e-12)
     assert running >= work.max() * (1 - 1e-12)
