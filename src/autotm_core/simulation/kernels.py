@@ -64,7 +64,16 @@ def simulate_arrays(
     # Times are on the clock of running kernels. ``busy[c]``: when stream ``c`` is free,
     # from the start of the current kernel; ``due[u]``: when the copies with ``until == u``
     # issued before the current kernel are done.
-    order = np.argsort(move_kernel, kind="mergesort")
+    # the moves in issue order (by kernel, then plan order): a counting sort
+    start = np.zeros(n_kernels + 1, dtype=np.int64)
+    for m in range(move_kernel.shape[0]):
+        start[move_kernel[m] + 1] += 1
+    for k in range(n_kernels):
+        start[k + 1] += start[k]
+    order = np.empty(move_kernel.shape[0], dtype=np.int64)
+    for m in range(move_kernel.shape[0]):
+        order[start[move_kernel[m]]] = m
+        start[move_kernel[m]] += 1
     free = np.zeros(n_channels)
     due = np.zeros(n_kernels + 1)
     busy = np.zeros(n_channels)
