@@ -215,3 +215,17 @@ def test_a_rerun_reading_a_copy_in_flight_is_caught() -> None:
     problems = verify_plan(plan(4), graph, sys_)
     assert any("reruns[0]" in p and "'w' is still arriving in pool 'hbm'" in p
                and "moves[0]" in p for p in problems), problems
+
+
+def test_a_capacity_overflow_in_flight_names_the_copies() -> None:
+    from simulation.test_spanning_copies import evict_a_over_k1_k2
+
+    from .random_plans import tiny_graph, tiny_system
+
+    graph, sys_ = tiny_graph(), tiny_system()
+    plan = evict_a_over_k1_k2(fetch_w_async=False)
+    tight = attrs.evolve(plan, capacities={**plan.capacities, "fast": 500})
+    problems = verify_plan(tight, graph, sys_)
+    assert any("pool 'fast' holds" in p and "kernel #1" in p
+               and "copies in flight holding both ends there: moves[0] ('a', kernels 1..2)" in p
+               for p in problems), problems
