@@ -125,7 +125,7 @@ class Residency:
     """Byte address inside the pool, when the planner assigned addresses."""
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, repr=False)
 class Move:
     """A copy of a tensor from one pool to another."""
 
@@ -147,6 +147,11 @@ class Move:
     def __attrs_post_init__(self) -> None:
         if self._until is not None and self._until == self.default_until:
             object.__setattr__(self, "_until", None)
+
+    def __repr__(self) -> str:  # as the constructor is called: ``until`` when not the default
+        until = "" if self._until is None else f", until={self._until!r}"
+        return (f"Move(tensor={self.tensor!r}, source={self.source!r}, target={self.target!r}, "
+                f"kernel={self.kernel!r}, kind={self.kind!r}{until})")
 
     @property
     def until(self) -> int:
