@@ -79,24 +79,28 @@ def test_copies_on_one_stream_run_in_issue_order(engine: Engine) -> None:
         [12 * NS, FETCH_W, EVICT_A - FETCH_W, 12 * NS])
 
 
-@pytest.mark.parametrize("engine", list(Engine))
-def test_kernel_traffic_queues_behind_a_copy_in_flight(engine: Engine) -> None:
-    """w is fetched from k1 until k3; k2 reads w from slow (its source) over the link the
-    copy still uses, so its read queues behind the rest of the copy."""
+@pytest.mark.parametrize(("engine", "until"), [(e, u) for e in Engine for u in (3, 4)])
+def test_a_kernels_traffic_goes_before_a_copy_in_flight(engine: Engine, until: int) -> None:
+    """w is fetched from k1 until k3 or the step's end; k2 reads w from slow (its source)
+    over the link the copy uses: k2's read goes first, the copy takes what is left."""
     graph = tiny_graph()
     system = linked(duplex=True, kernel_traffic=True)
     plan = make_plan(graph, system, planner="hand", residencies=[
         Residency("x", "fast", 0, 0), Residency("w", "slow", 0, 3),
-        Residency("w", "fast", 1, 2), Residency("a", "fast", 0, 3),
+        Residency("w", "fast", 1, until - 1), Residency("a", "fast", 0, 3),
         Residency("b", "fast", 1, 2), Residency("c", "fast", 2, 3),
         Residency("loss", "fast", 3, 3),
-    ], moves=[Move("w", "slow", "fast", 1, MoveKind.ASYNC, until=3)])
+    ], moves=[Move("w", "slow", "fast", 1, MoveKind.ASYNC, until=until)])
     assert verify_plan(plan, graph, system) == []
     assert plan.configs[2] == ("slow", "fast", "fast")
     sim = simulate(plan, graph, system, per_entry_costs(NS, 10 * NS), engine=engine)
     read_w = copy_w = 50 / 4e9  # over slow -> fast, as k0's read of w
-    assert sim.effective_seconds == pytest.approx(
-        [read_w, 2 * NS, (copy_w - 2 * NS) + read_w, 3 * NS])
+    rest = copy_w - 2 * NS  # the copy runs 2 ns during k1
+    if until == 3:  # k3 waits for the copy: k2 lasts its read, then the rest of the copy
+        expected = [read_w, 2 * NS, read_w + rest, 3 * NS]
+    else:  # k2 lasts its read (12.5 ns > its 12 ns); the copy runs on during k3
+        expected = [read_w, 2 * NS, read_w, rest]
+    assert sim.effective_seconds == pytest.approx(expected)
 
 
 def test_an_until_outside_the_program_is_refused() -> None:

@@ -34,14 +34,14 @@ def simulate_arrays(
 
     ``link_channel[s, t]`` is the stream of the link's overlapping copies and
     ``channel_seconds[k, c]`` the kernel's own traffic on stream ``c`` (see
-    :attr:`autotm_core.memory.MemorySystem.link_channels`). Each stream runs its work in
-    issue order on the clock of running kernels (boundaries pause it): when kernel ``k``
-    starts, its own traffic, then the copies issued at ``k`` in plan order, queue behind
-    what the stream still has in flight. Kernel ``k`` ends when it has run and its traffic
-    is done, and kernel ``k + 1`` (or the step's end) waits for every copy with
-    ``until == k + 1``. Returns ``(sync_seconds, async_seconds, effective_seconds,
-    pool_nbytes, pair_nbytes, pair_counts)``; see
-    :class:`autotm_core.simulation.simulate.Simulation` for each.
+    :attr:`autotm_core.memory.MemorySystem.link_channels`). Each stream runs its copies one
+    after the other in issue order (by kernel, then plan order), only while kernels run
+    (boundaries pause it), and a running kernel's own traffic on it goes first: during
+    kernel ``k`` it carries ``k``'s traffic, then its copies. Kernel ``k + 1`` (or the end
+    of the step) starts once kernel ``k`` has run, its traffic is done, and every copy with
+    ``until == k + 1`` is done (with the copies issued before it on its stream). Returns
+    ``(sync_seconds, async_seconds, effective_seconds, pool_nbytes, pair_nbytes,
+    pair_counts)``; see :class:`autotm_core.simulation.simulate.Simulation` for each.
     """
     n_kernels = kernel_seconds.shape[0]
     n_pools = sync_bytes_per_second.shape[0]
@@ -61,49 +61,72 @@ def simulate_arrays(
             pair_nbytes[s, t, 0] += nbytes
             pair_counts[s, t, 0] += 1
 
-    # Times are on the clock of running kernels. ``busy[c]``: when stream ``c`` is free,
-    # from the start of the current kernel; ``due[u]``: when the copies with ``until == u``
-    # issued before the current kernel are done.
-    # the moves in issue order (by kernel, then plan order): a counting sort
-    start = np.zeros(n_kernels + 1, dtype=np.int64)
-    for m in range(move_kernel.shape[0]):
-        start[move_kernel[m] + 1] += 1
+    # Each stream's copies in issue order (by kernel, then plan order): two counting sorts,
+    # by kernel, then (stably) by stream. ``queue[head[c]:tail[c]]`` are the copies issued
+    # on stream ``c`` and not done; ``left[c]`` what remains of the first of them.
+    n_moves = move_kernel.shape[0]
+    seconds = np.zeros(n_moves)
+    channel = np.full(n_moves, -1, dtype=np.int64)
+    at = np.zeros(n_kernels + 1, dtype=np.int64)
+    for m in range(n_moves):
+        if move_async[m]:
+            s, t = move_source[m], move_target[m]
+            seconds[m] = move_nbytes[m] / async_bytes_per_second[s, t]
+            channel[m] = link_channel[s, t]
+            at[move_kernel[m] + 1] += 1
     for k in range(n_kernels):
-        start[k + 1] += start[k]
-    order = np.empty(move_kernel.shape[0], dtype=np.int64)
-    for m in range(move_kernel.shape[0]):
-        order[start[move_kernel[m]]] = m
-        start[move_kernel[m]] += 1
-    free = np.zeros(n_channels)
-    due = np.zeros(n_kernels + 1)
-    busy = np.zeros(n_channels)
+        at[k + 1] += at[k]
+    issued = np.empty(at[n_kernels], dtype=np.int64)
+    for m in range(n_moves):
+        if move_async[m]:
+            issued[at[move_kernel[m]]] = m
+            at[move_kernel[m]] += 1
+    head = np.zeros(n_channels + 1, dtype=np.int64)
+    for m in issued:
+        head[channel[m] + 1] += 1
+    for c in range(n_channels):
+        head[c + 1] += head[c]
+    ends = head[1:].copy()
+    queue = np.empty(issued.shape[0], dtype=np.int64)
+    fill = head[:n_channels].copy()
+    for m in issued:
+        queue[fill[channel[m]]] = m
+        fill[channel[m]] += 1
+    tail = head[:n_channels].copy()
+    left = np.zeros(n_channels)
+    for c in range(n_channels):
+        if head[c] < ends[c]:
+            left[c] = seconds[queue[head[c]]]
+    last_due = np.zeros(n_channels, dtype=np.int64)
+
     effective_seconds = np.zeros(n_kernels)
-    clock = 0.0
-    p = 0
     for k in range(n_kernels):
         end = kernel_seconds[k]
         for c in range(n_channels):
-            busy[c] = free[c] - clock if free[c] > clock else 0.0
-            if channel_seconds[k, c] > 0:
-                busy[c] += channel_seconds[k, c]
-                end = max(end, busy[c])
-        while p < order.shape[0] and move_kernel[order[p]] == k:
-            m = order[p]
-            p += 1
-            if not move_async[m]:
-                continue
-            s, t = move_source[m], move_target[m]
-            c = link_channel[s, t]
-            busy[c] += move_nbytes[m] / async_bytes_per_second[s, t]
-            if move_until[m] == k + 1:
-                end = max(end, busy[c])
-            else:
-                due[move_until[m]] = max(due[move_until[m]], clock + busy[c])
-        end = max(end, due[k + 1] - clock)
-        for c in range(n_channels):
-            free[c] = clock + busy[c]
+            while tail[c] < ends[c] and move_kernel[queue[tail[c]]] == k:
+                tail[c] += 1
+            # the kernel's own traffic first, then the stream's copies up to the last one
+            # due before the next kernel
+            last_due[c] = -1
+            for i in range(head[c], tail[c]):
+                if move_until[queue[i]] <= k + 1:
+                    last_due[c] = i
+            busy = channel_seconds[k, c]
+            if last_due[c] >= 0:
+                busy += left[c]
+                for i in range(head[c] + 1, last_due[c] + 1):
+                    busy += seconds[queue[i]]
+            end = max(end, busy)
+        for c in range(n_channels):  # what the stream does once the kernel's traffic is done
+            spare = end - channel_seconds[k, c]
+            while head[c] < tail[c] and (head[c] <= last_due[c] or left[c] <= spare):
+                spare -= left[c]
+                head[c] += 1
+                if head[c] < ends[c]:
+                    left[c] = seconds[queue[head[c]]]
+            if head[c] < tail[c] and spare > 0:
+                left[c] -= spare
         effective_seconds[k] = end
-        clock += end
 
     delta = np.zeros((n_pools, n_kernels + 1), dtype=np.int64)
     for r in range(res_pool.shape[0]):

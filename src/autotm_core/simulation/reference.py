@@ -1,7 +1,7 @@
 """The simulator's loop in plain Python: the reference :mod:`.kernels` is tested against.
 
 Slow and plainly right: one pass over the moves for their times and traffic, one over the
-kernels with each copy stream's queue, one over the residencies, nothing vectorised or
+kernels with each copy stream's queue (a list), one over the residencies, nothing vectorised or
 compiled. Same arguments and results as
 :func:`autotm_core.simulation.kernels.simulate_arrays`.
 """
@@ -37,32 +37,36 @@ def simulate_arrays(kernel_seconds, workspace_nbytes,
         pair_nbytes[s, t, int(asynchronous)] += nbytes
         pair_counts[s, t, int(asynchronous)] += 1
 
-    # Each copy stream runs its work in issue order, on the clock of running kernels: a
-    # kernel's own traffic on it, then the copies issued when the kernel starts. A kernel
-    # ends once it has run and its traffic is done; the next one starts once every copy it
-    # must see complete (until == its position) is done.
+    # Each copy stream runs its copies one after the other in issue order, only while kernels
+    # run, a running kernel's own traffic on it first. A kernel lasts until it has run, its
+    # traffic is done and every copy the next kernel must see complete is done (with the
+    # copies before it on its stream); then the stream spends what is left of the kernel's
+    # time on its copies.
     traffic = channel_seconds.tolist()
-    free = [0.0] * len(traffic[0]) if traffic else []  # when each stream is free
-    done: dict[int, list[float]] = {}  # until -> when each copy due then completes
+    streams: list[list[list[float]]] = [[] for _ in range(channel_seconds.shape[1])]
     effective_seconds = []
-    clock = 0.0
     for k in range(n_kernels):
-        queued = [f - clock if f > clock else 0.0 for f in free]  # from the kernel's start
-        ends = [kernel_seconds[k]]
-        for c, seconds in enumerate(traffic[k]):
-            if seconds > 0:
-                queued[c] += seconds
-                ends.append(queued[c])
         for c, seconds, until in issued[k]:
-            queued[c] += seconds
-            if until == k + 1:
-                ends.append(queued[c])
-            else:
-                done.setdefault(until, []).append(clock + queued[c])
-        ends += [when - clock for when in done.pop(k + 1, [])]
-        effective_seconds.append(max(ends))
-        free = [clock + q for q in queued]
-        clock += effective_seconds[-1]
+            streams[c].append([seconds, until])  # [what is left of it, until]
+        lasts = [kernel_seconds[k]]
+        done = []  # per stream: how many of its first copies must be done by the next kernel
+        for c, queue in enumerate(streams):
+            done.append(max([i + 1 for i, (_, until) in enumerate(queue) if until <= k + 1],
+                            default=0))
+            busy = traffic[k][c]
+            for left, _ in queue[:done[c]]:
+                busy += left
+            lasts.append(busy)
+        effective_seconds.append(max(lasts))
+        for c, queue in enumerate(streams):
+            spare = effective_seconds[-1] - traffic[k][c]
+            for left, _ in queue[:done[c]]:
+                spare -= left
+            del queue[:done[c]]
+            while queue and queue[0][0] <= spare:
+                spare -= queue.pop(0)[0]
+            if queue and spare > 0:
+                queue[0][0] -= spare
 
     # Each residency adds its bytes where it begins and takes them back after it ends; a
     # running sum over kernels gives what each pool holds.

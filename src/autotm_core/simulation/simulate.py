@@ -6,15 +6,15 @@ The model (the one every planner optimises):
 - synchronous moves before ``k`` block: they add their copy time at the sync bandwidth;
 - asynchronous moves overlap kernels on copy streams: one per copy channel of the memory
   system (:attr:`~autotm_core.memory.MemorySystem.link_channels`: one engine shared by
-  every link that is not duplex, one per duplex link). A stream runs its work one piece
-  after the other in issue order, at the async bandwidth, on the clock of running kernels
-  (synchronous moves and reruns between kernels pause it): when kernel ``k`` starts, its
-  own reads and writes crossing a link that carries kernel traffic, then the copies
-  issued at ``k`` (in plan order), queue behind what the stream still has in flight.
-  Kernel ``k`` ends once it has run and its traffic is done; kernel ``k + 1`` (or the end
-  of the step) starts once every copy with ``until == k + 1`` is done. Its effective time
-  is from its start to then; for one-kernel copies (``until = k + 1``) that is
-  max(its time, each channel's time during it);
+  every link that is not duplex, one per duplex link). A stream runs its copies one
+  after the other in issue order (by kernel, then plan order), at the async bandwidth,
+  only while kernels run (synchronous moves and reruns between kernels pause it); a
+  running kernel's own reads and writes crossing a link that carries kernel traffic go
+  first, the copies take the rest of the kernel's time. Kernel ``k + 1`` (or the end of
+  the step) starts once kernel ``k`` has run, its traffic is done, and every copy with
+  ``until == k + 1`` is done (with the copies issued before it on its stream). Kernel
+  ``k``'s effective time is from its start to then; for one-kernel copies
+  (``until = k + 1``) that is max(its time, each channel's traffic and copies during it);
 - a rerun before ``k`` blocks too: it adds its kernel's time with every tensor in the fastest
   pool (:func:`~autotm_core.costs.model.rerun_seconds`);
 - step time = sum of effective kernel times + synchronous move times + rerun times;
@@ -78,9 +78,9 @@ class Simulation:
     """``(n_kernels,)`` copy time of the asynchronous moves issued at each kernel."""
     effective_seconds: FloatArray
     """``(n_kernels,)`` time from each kernel's start until the next may start: its own time,
-    its traffic on the copy streams (behind their earlier work), and the copies that must be
-    complete before the next kernel (see the module doc); with one-kernel copies, max(kernel
-    time, each copy channel's time during it)."""
+    its traffic on the copy streams, and the copies that must be complete before the next
+    kernel (see the module doc); with one-kernel copies, max(kernel time, each copy
+    channel's time during it)."""
     pool_nbytes: IntArray
     """``(n_pools, n_kernels)`` bytes in each pool at each kernel (workspace in the fastest)."""
     pair_nbytes: IntArray
