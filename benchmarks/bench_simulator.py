@@ -53,9 +53,7 @@ def timed(action):  # type: ignore[no-untyped-def]
 
 
 def loop_arguments(plan, graph, system, costs) -> tuple:  # type: ignore[no-untyped-def]
-    """The arguments ``simulate`` gives the loop (see ``simulation.kernels.simulate_arrays``);
-    the last one, the channels' busy seconds, is filled in by the loop: use a fresh copy
-    for each call."""
+    """The arguments ``simulate`` gives the loop (see ``simulation.kernels.simulate_arrays``)."""
     from autotm_core.plans.arrays import encode_plan
     from autotm_core.simulation.simulate import copy_rates, kernel_traffic_seconds
 
@@ -67,18 +65,16 @@ def loop_arguments(plan, graph, system, costs) -> tuple:  # type: ignore[no-unty
     kernel_seconds = np.asarray(costs.seconds_all(arrays.entry_pools), dtype=np.float64)
     return (kernel_seconds, graph.liveness.workspace_nbytes, arrays.res_pool,
             arrays.res_first, arrays.res_last, nbytes[arrays.res_tensor], arrays.move_kernel,
-            arrays.move_source, arrays.move_target, arrays.move_async,
+            arrays.move_source, arrays.move_target, arrays.move_async, arrays.move_until,
             nbytes[arrays.move_tensor], sync_bps, async_bps, system.link_channels,
             kernel_traffic_seconds(graph, system, arrays.entry_pools))
 
 
 def time_loop(loop, arguments: tuple, rounds: int):  # type: ignore[no-untyped-def]
-    """Best of ``rounds`` calls of ``loop`` (each on a fresh copy of the channels' seconds),
-    and the first call's results."""
+    """Best of ``rounds`` calls of ``loop``, and the first call's results."""
     best, first = np.inf, None
     for _ in range(rounds):
-        fresh = (*arguments[:-1], arguments[-1].copy())
-        result, seconds = timed(lambda fresh=fresh: loop(*fresh))
+        result, seconds = timed(lambda: loop(*arguments))
         best = min(best, seconds)
         if first is None:
             first = result

@@ -97,3 +97,24 @@ def test_explain_command(tmp_path, cnn, optane) -> None:
     assert "best placement" in out and moved.tensor in out
     bad = subprocess.run([*common, "--tensor", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "no tensor called 'nope'" in bad.stderr
+
+
+def test_a_spanning_copy_is_told_with_its_flight() -> None:
+    import io
+
+    from rich.console import Console
+
+    from autotm_core.report.explain_report import render_kernel, render_tensor
+    from plans.random_plans import tiny_graph, tiny_system
+    from simulation.test_simulate import per_entry_costs
+    from simulation.test_spanning_copies import evict_a_over_k1_k2
+
+    plan, graph, system = evict_a_over_k1_k2(fetch_w_async=False), tiny_graph(), tiny_system()
+    console = Console(width=100, color_system=None, file=io.StringIO())
+    names = tuple(k.name for k in graph.kernels)
+    console.print(render_tensor(explain_tensor(plan, graph, system, tensor="a"), names))
+    console.print(render_kernel(explain_kernel(plan, graph, system, per_entry_costs(1e-9, 1e-8),
+                                               kernel="k1")))
+    page = " ".join(console.file.getvalue().split())  # type: ignore[attr-defined]
+    assert "from #1 k1, done before #3 k3" in page, page
+    assert "in flight until kernel #3" in page, page

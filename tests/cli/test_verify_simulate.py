@@ -93,3 +93,17 @@ def test_simulate_refuses_an_invalid_plan(
     assert main(args(files, "simulate", "bad")) == 1
     err = capsys.readouterr().err
     assert "2 problems" in err and "hint:" in err and "Traceback" not in err
+
+
+def test_a_spanning_plan_file_verifies_and_simulates(
+        files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from simulation.test_spanning_copies import evict_a_over_k1_k2
+
+    path = tmp_path / "spanning.json"
+    save_plan(evict_a_over_k1_k2(fetch_w_async=False), path)
+    assert json.loads(path.read_text())["version"] == 3
+    files = {**files, "spanning": str(path)}
+    assert main(args(files, "verify", "spanning")) == 0
+    assert "1 async (1 in flight over several kernels)" in capsys.readouterr().out
+    assert main([*args(files, "simulate", "spanning"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step_seconds"] > 0

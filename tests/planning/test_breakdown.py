@@ -156,3 +156,20 @@ def test_a_reruns_time_goes_to_what_it_writes_again() -> None:
     shares = {u.kind: b.share(u) or 0.0 for u in b.uses}
     assert shares[TensorKind.ACTIVATION] == pytest.approx(1.0)
     assert (b.unattributed_seconds or 0.0) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_spanning_copys_wait_goes_to_its_tensor() -> None:
+    """``a`` is evicted from k1 until k3: k2's wait for it is charged to activations, and
+    every second over all-fast to some kind."""
+    from autotm_core.planning.breakdown import kind_breakdown
+    from autotm_core.simulation import simulate
+    from plans.random_plans import tiny_graph, tiny_system
+    from simulation.test_simulate import per_entry_costs
+    from simulation.test_spanning_copies import evict_a_over_k1_k2
+
+    plan, graph, system = evict_a_over_k1_k2(fetch_w_async=False), tiny_graph(), tiny_system()
+    costs = per_entry_costs(1e-9, 1e-8)
+    b = kind_breakdown(plan, graph, system, costs, simulate(plan, graph, system, costs))
+    assert (b.unattributed_seconds or 0.0) == pytest.approx(0.0, abs=1e-15)
+    moved = {u.kind: u.added_seconds or 0.0 for u in b.uses}
+    assert moved[TensorKind.ACTIVATION] >= 200 / 3e9 - 3e-9  # the wait before k3

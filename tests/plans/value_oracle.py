@@ -1,8 +1,9 @@
 """An independent, slow, obviously right check of the value rules, for property tests.
 
 It replays the step: every copy of a tensor carries the version of the value it
-holds (a write makes a new version), moves copy versions, and a copy present at a
-kernel must hold the current version. It assumes the plan is otherwise valid
+holds (a write makes a new version), moves copy versions (an asynchronous one when
+it completes, after kernel ``until - 1``), and a copy present at a kernel must hold
+the current version. It assumes the plan is otherwise valid
 (residencies begin at a birth or a move, moves come from where the tensor is).
 """
 
@@ -41,7 +42,8 @@ def _replay(plan: Plan, graph: Graph, name: str) -> list[str]:
     for k in range(n):
         copied = {m.target: held.get(m.source) for m in ms
                   if m.kind is MoveKind.SYNC and m.kernel == k}
-        in_flight = {m.target: m.source for m in ms if m.kind is MoveKind.ASYNC and m.kernel == k}
+        in_flight = {m.target: m for m in ms
+                     if m.kind is MoveKind.ASYNC and m.kernel <= k < m.until}
         now: dict[str, int | None] = {}
         for r in rs:
             if not r.first <= k <= r.last or r.pool in in_flight:
@@ -63,9 +65,10 @@ def _replay(plan: Plan, graph: Graph, name: str) -> list[str]:
             version += 1
             now[plan.configs[k][kernel.tensors.index(name)]] = version
             if in_flight:
-                out.append(f"{name}: an async move during kernel {k} races its write")
-        for target, source in in_flight.items():
-            now[target] = now.get(source)
+                out.append(f"{name}: an async move in flight during kernel {k} races its write")
+        for target, m in in_flight.items():
+            if k == m.until - 1:  # complete: the target holds what the source held
+                now[target] = now.get(m.source)
         held = now
     if n and kind.exists_before_step and kind.survives_step:
         for r in starts:

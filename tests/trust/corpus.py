@@ -141,7 +141,7 @@ def _envelope(kind: str) -> list[Bad]:
         Bad(kind, "duplicate key", duplicated),
         Bad(kind, "another kind", json.dumps({**base(kind), "format": other})),
         *(_one(kind, f"envelope {n}", e) for n, e in [
-            ("version 3", put("version", 3)), ("version '1'", put("version", "1")),
+            ("version 9", put("version", 9)), ("version '1'", put("version", "1")),
             ("version true", put("version", True)), ("no format", drop("format")),
             ("no version", drop("version")), ("unknown field", put("colour", "blue"))]),
     ]

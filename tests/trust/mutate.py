@@ -137,17 +137,33 @@ def offsets(plan: Plan, graph: Graph, system: MemorySystem, rng: random.Random) 
     return attrs.evolve(plan, residencies=tuple(placed))
 
 
+def change_until(plan: Plan, graph: Graph, system: MemorySystem,
+                 rng: random.Random) -> Plan | None:
+    """An async move completing earlier or later (maybe outside its flight), or a sync move
+    given an until."""
+    at = _pick(rng, plan.moves)
+    if at is None:
+        return None
+    m = plan.moves[at]
+    until = m.until + rng.choice([-2, -1, 1, 2, 3])
+    return attrs.evolve(plan, moves=_replace(plan.moves, at, attrs.evolve(m, until=until)))
+
+
 MUTATIONS: tuple[Mutation, ...] = (config_pool, residency_span, drop_residency, copy_residency,
                                    drop_move, change_move, add_move, tighter, offsets)
-"""Every kind of change."""
+"""Every kind of change of a plan whose copies overlap one kernel each."""
+
+SPAN_MUTATIONS: tuple[Mutation, ...] = (*MUTATIONS, change_until)
+"""Every kind of change, a copy's ``until`` too."""
 
 
 def mutants(plan: Plan, graph: Graph, system: MemorySystem, rng: random.Random,
-            count: int) -> list[Plan]:
-    """``count`` random single changes of ``plan`` (fewer when some kinds find nothing)."""
+            count: int, kinds: tuple[Mutation, ...] = MUTATIONS) -> list[Plan]:
+    """``count`` random single changes of ``plan`` of ``kinds`` (fewer when some kinds find
+    nothing)."""
     out = []
     for _ in range(count):
-        changed = rng.choice(MUTATIONS)(plan, graph, system, rng)
+        changed = rng.choice(kinds)(plan, graph, system, rng)
         if changed is not None:
             out.append(changed)
     return out

@@ -30,9 +30,11 @@ RULES = {
     "beginning": "a residency begins at birth (in the birth pool) or at a move into its pool",
     "usable": "a kernel uses a copy resident there and not still arriving by an async move",
     "move": "a move copies from a residency there into one beginning at the move",
+    "flight": "an async copy keeps both ends over its flight and its target is read by "
+              "nothing before it completes",
     "stale": "a kernel writing a tensor ends every other residency of it at that kernel",
     "lost-update": "a sync move after a kernel that writes the tensor copies from that write",
-    "async-write": "an async move never overlaps a kernel that writes the tensor",
+    "async-write": "no kernel writes a tensor while an async copy of it is in flight",
     "steady-state": "a pre-existing surviving tensor ends the step current where it began",
     "input-start": "an input begins in exactly one pool",
     "capacity": "bytes in a bounded pool stay within its capacity at every half step",
@@ -122,7 +124,8 @@ class _Plan:
         self.moves = []
         for i, m in enumerate(plan.moves):
             if (m.tensor in self.life and m.source in self.pools and m.target in self.pools
-                    and isinstance(m.kind, MoveKind) and _is_int(m.kernel) and 0 <= m.kernel < n):
+                    and isinstance(m.kind, MoveKind) and _is_int(m.kernel) and 0 <= m.kernel < n
+                    and _is_int(m.until)):
                 self.moves.append(m)
             else:
                 found.append(Violation("span", f"moves[{i}] {m}: unknown tensor, pool or kind, "
@@ -133,6 +136,11 @@ class _Plan:
                          if m.kind is MoveKind.SYNC}
         self.async_in = {(m.tensor, m.target, m.kernel) for m in self.moves
                          if m.kind is MoveKind.ASYNC}
+        self.flights: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+        """(tensor, target pool) -> (issued at, until) of each async move into it."""
+        for m in self.moves:
+            if m.kind is MoveKind.ASYNC:
+                self.flights[m.tensor, m.target].append((m.kernel, m.until))
         self.config: dict[tuple[int, str], str] = {}
         if len(plan.configs) != n:
             found.append(Violation("configs", f"{len(plan.configs)} configurations for {n} "
@@ -153,10 +161,17 @@ class _Plan:
         return next((r for r in self.by_pool.get((tensor, pool), ()) if r.first <= k <= r.last),
                     None)
 
+    def arriving(self, tensor: str, pool: str, k: int, issued_by: int | None = None) -> bool:
+        """Whether an async copy into ``pool`` issued by kernel ``issued_by`` (default ``k``)
+        is still in flight during ``k`` (completes only before a later kernel)."""
+        last_issue = k if issued_by is None else issued_by
+        return any(issued <= last_issue and k < until
+                   for issued, until in self.flights.get((tensor, pool), ()))
+
     def usable(self, tensor: str, pool: str, k: int) -> bool:
         """Resident at ``k`` and not still arriving by an async move during ``k``."""
         return (self.covering(tensor, pool, k) is not None
-                and (tensor, pool, k) not in self.async_in)
+                and not self.arriving(tensor, pool, k))
 
     def start_pools(self, tensor: str) -> list[Residency]:
         """Residencies holding a pre-existing tensor's pre-step value at kernel 0."""
@@ -254,13 +269,23 @@ def _moves(p: _Plan, graph: Graph, system: MemorySystem, plan: Plan) -> Iterator
             yield Violation("move", f"{m}: goes nowhere")
             continue
         if m.kind is MoveKind.SYNC:
+            if m.until != m.kernel:
+                yield Violation("move", f"{m}: a sync move's until is its kernel")
             if m.kernel == 0 or p.covering(m.tensor, m.source, m.kernel - 1) is None:
                 yield Violation("move", f"{m}: no source residency covers kernel {m.kernel - 1}")
+            elif p.arriving(m.tensor, m.source, m.kernel, issued_by=m.kernel - 1):
+                yield Violation("flight", f"{m}: reads a copy still in flight at its boundary")
+        elif not m.kernel < m.until <= p.n:
+            yield Violation("move", f"{m}: until outside {m.kernel + 1}..{p.n}")
         elif not p.usable(m.tensor, m.source, m.kernel):
             yield Violation("move", f"{m}: the source is not there (or still arriving)")
+        elif p.covering(m.tensor, m.source, m.kernel).last < m.until - 1:  # type: ignore[union-attr]
+            yield Violation("flight", f"{m}: the source is freed before the copy completes")
         target = p.covering(m.tensor, m.target, m.kernel)
         if target is None or target.first != m.kernel:
             yield Violation("move", f"{m}: no residency of the target begins at {m.kernel}")
+        elif m.kind is MoveKind.ASYNC and target.last < m.until - 1:
+            yield Violation("flight", f"{m}: the target is freed while the copy is in flight")
 
 
 def _values(p: _Plan, graph: Graph, system: MemorySystem, plan: Plan) -> Iterator[Violation]:
@@ -278,8 +303,9 @@ def _values(p: _Plan, graph: Graph, system: MemorySystem, plan: Plan) -> Iterato
             if m.source != written:
                 yield Violation("lost-update", f"{m}: kernel {m.kernel - 1} wrote the tensor in "
                                 f"{written!r}; the move copies the old value")
-        if m.kind is MoveKind.ASYNC and writes(graph, m.tensor, m.kernel):
-            yield Violation("async-write", f"{m}: kernel {m.kernel} writes the tensor")
+        if m.kind is MoveKind.ASYNC and any(writes(graph, m.tensor, k)
+                                            for k in range(m.kernel, m.until)):
+            yield Violation("async-write", f"{m}: a kernel of its flight writes the tensor")
 
 
 def _steady_state(p: _Plan, graph: Graph, system: MemorySystem,

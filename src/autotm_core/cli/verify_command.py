@@ -61,7 +61,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     facts.add_row("  plan", f"by {escape(plan.planner or '(unnamed)')} for {escape(graph.name)} "
                   f"({len(graph.kernels):,} kernels) on {escape(system.name)}")
     facts.add_row("  residencies", f"{len(plan.residencies):,}")
-    facts.add_row("  moves", f"{sync:,} sync and {len(plan.moves) - sync:,} async")
+    spanning = sum(m.spans_kernels for m in plan.moves)
+    facts.add_row("  moves", f"{sync:,} sync and {len(plan.moves) - sync:,} async"
+                  + (f" ({spanning:,} in flight over several kernels)" if spanning else ""))
     facts.add_row("  addresses", "with addresses" if plan.has_offsets else "without addresses")
     facts.add_row("  capacities", escape(limits))
     console.print(facts, highlight=False)

@@ -6,10 +6,12 @@ Everything is resolved here, once, so the loop only indexes lists:
   the pool ``plan.configs[k]`` names (reads first, in ``Kernel.inputs`` order);
 - a synchronous move before ``k`` copies from the source residency covering
   ``k - 1`` to the target residency covering ``k``;
-- an asynchronous move during ``k`` is submitted to the copy thread when ``k``
-  starts and joined before the first later kernel that touches the tensor or
-  moves it again, and at the latest just after its source residency ends (its
-  memory may then be reused);
+- an asynchronous move issued at ``k`` is submitted to the copy thread when ``k``
+  starts and joined before the first kernel from its ``until`` on that touches the
+  tensor or moves it again (a rerun there counting too), and at the latest just after
+  its source residency ends (its memory may then be reused). While it is in flight
+  (``k .. until-1``) kernels and copies may only read the source (the verifier's rule),
+  which needs no wait, so a copy spanning kernels runs on behind them;
 - the plan is one step of a loop, run again and again: tensors that exist
   before the step are written with their initial bytes in every residency they
   start in (not those a move fills) before the first step only; before every
@@ -208,10 +210,10 @@ def build_program(
         join = min(plan.residencies[s_row].last + 1, n)
         uses = graph.liveness.use_kernels[graph.liveness.use_ptr[graph.tensor_index[m.tensor]]:
                                           graph.liveness.use_ptr[graph.tensor_index[m.tensor] + 1]]
-        later = uses[uses > m.kernel]
+        later = uses[uses >= m.until]
         if len(later):
             join = min(join, int(later[0]))
-        join = min([join, *(k for k in moved_at[m.tensor] if k > m.kernel)])
+        join = min([join, *(k for k in moved_at[m.tensor] if k >= m.until)])
         joins[join].append(j)
 
     initial: list[tuple[int, int, int, int, int]] = []

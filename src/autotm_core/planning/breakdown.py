@@ -229,9 +229,12 @@ def _attribute(arrays: Any, graph: Graph, system: MemorySystem, costs: KernelCos
     move_kind = kinds[arrays.move_tensor]
     _spread(charged, sim.sync_seconds, arrays.move_kernel[~is_async],
             copy_seconds[~is_async], move_kind[~is_async])
+    # a kernel's exposed time, to the async copies due at its end (the next kernel waits for
+    # them; a one-kernel copy is due at the end of the kernel issuing it)
     exposed = np.maximum(0.0, sim.effective_seconds - sim.kernel_seconds)
-    has_async = np.bincount(arrays.move_kernel[is_async], minlength=n) > 0
-    _spread(charged, np.where(has_async, exposed, 0.0), arrays.move_kernel[is_async],
+    due = arrays.move_until[is_async] - 1
+    has_async = np.bincount(due, minlength=n) > 0
+    _spread(charged, np.where(has_async, exposed, 0.0), due,
             copy_seconds[is_async], move_kind[is_async])
     # exposure without async moves is the kernel's own traffic over a link
     _spread(charged, np.where(has_async, 0.0, exposed), owner,

@@ -62,6 +62,9 @@ class PlanArrays:
     """Kernel of each kept move (sync: before it; async: during it)."""
     move_async: BoolArray
     """Whether each kept move is asynchronous."""
+    move_until: IntArray
+    """Kernel before which each kept move is complete (async: ``move_kernel + 1`` for a
+    one-kernel copy, later for one spanning kernels; sync: ``move_kernel``)."""
     entry_pools: IntArray
     """Pool of each entry of ``liveness.kernel_tensors`` per ``plan.configs``; -1 when unknown."""
     rerun_kernel: IntArray = attrs.field(factory=lambda: np.zeros(0, dtype=np.int64))
@@ -130,7 +133,9 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
             )
     mv_k, kernel_ok = _numbers(list(map(attrgetter("kernel"), ms)),
                                lambda i: f"moves[{i}]: kernel", problems)
-    mv_keep = np.flatnonzero((mv_t >= 0) & (mv_s >= 0) & (mv_d >= 0) & kernel_ok)
+    mv_u, until_ok = _numbers(list(map(attrgetter("until"), ms)),
+                              lambda i: f"moves[{i}]: until", problems)
+    mv_keep = np.flatnonzero((mv_t >= 0) & (mv_s >= 0) & (mv_d >= 0) & kernel_ok & until_ok)
     mv_a = np.array([m.kind is MoveKind.ASYNC for m in ms], dtype=np.bool_)
 
     entry_pools = _entry_pools(plan, graph, pools, problems)
@@ -160,6 +165,7 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
         move_target=mv_d[mv_keep],
         move_kernel=mv_k[mv_keep],
         move_async=mv_a[mv_keep],
+        move_until=mv_u[mv_keep],
         entry_pools=entry_pools,
         rerun_kernel=rr_k[rr_keep],
         rerun_before=rr_b[rr_keep],

@@ -15,14 +15,17 @@ def kernel_configs(
 ) -> tuple[tuple[str, ...], ...]:
     """For each kernel, the fastest pool each of its tensors is usable in at that kernel.
 
-    A copy that an asynchronous move is still writing during kernel ``k`` is not
-    usable at ``k``. A tensor resident nowhere at a kernel that touches it gets
-    the pool ``"?"``, which the verifier reports.
+    A copy that an asynchronous move is still writing during kernel ``k`` (issued at or
+    before ``k``, complete only after it) is not usable at ``k``. A tensor resident nowhere
+    at a kernel that touches it gets the pool ``"?"``, which the verifier reports.
     """
     by_tensor: dict[str, list[tuple[int, int, int]]] = {}
     for r in residencies:
         by_tensor.setdefault(r.tensor, []).append((system.pool_index(r.pool), r.first, r.last))
-    in_flight = {(m.tensor, m.target, m.kernel) for m in moves if m.kind is MoveKind.ASYNC}
+    flights: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for m in moves:
+        if m.kind is MoveKind.ASYNC:
+            flights.setdefault((m.tensor, m.target), []).append((m.kernel, m.until))
     names = [pool.name for pool in system.pools]
     configs = []
     for k, kernel in enumerate(graph.kernels):
@@ -30,7 +33,9 @@ def kernel_configs(
         for name in kernel.tensors:
             best = None
             for pool, first, last in by_tensor.get(name, ()):
-                if first <= k <= last and (name, names[pool], k) not in in_flight:
+                arriving = any(issued <= k < until
+                               for issued, until in flights.get((name, names[pool]), ()))
+                if first <= k <= last and not arriving:
                     best = pool if best is None else min(best, pool)
             row.append("?" if best is None else names[best])
         configs.append(tuple(row))

@@ -58,13 +58,29 @@ class PlanLookups:
         self._keys = a.key(a.res_tensor[kept], a.res_pool[kept], a.res_first[kept])
         shift = self._group * (self.n + 2)
         self._reach = np.maximum.accumulate(shift + a.res_last[kept] + 1) - shift - 1
-        asyn = a.move_async
         self.moved_in = np.unique(a.key(a.move_tensor, a.move_target, a.move_kernel))
         """Keys of the (tensor, target pool, kernel) of every move."""
-        self.in_flight = np.unique(
-            a.key(a.move_tensor[asyn], a.move_target[asyn], a.move_kernel[asyn])
-        )
-        """Keys of the (tensor, target pool, kernel) of every asynchronous move."""
+        # Async moves inside the program into one (tensor, pool), sorted by the kernel they are
+        # issued at, with the running latest ``until`` (and the move that has it) answer "is
+        # a copy of t into p issued by kernel j still in flight after kernel i".
+        flights = np.flatnonzero(a.move_async & (a.move_kernel >= 0) & (a.move_kernel < self.n)
+                                 & (a.move_until > a.move_kernel))
+        f_group = a.group(a.move_tensor[flights], a.move_target[flights])
+        f_order = np.lexsort((a.move_kernel[flights], f_group))
+        flights, f_group = flights[f_order], f_group[f_order]
+        self._flight_keys = a.key(a.move_tensor[flights], a.move_target[flights],
+                                  a.move_kernel[flights])
+        self._flight_group = f_group
+        f_shift = f_group * (self.n + 2)
+        f_until = np.minimum(a.move_until[flights], self.n + 1)
+        self._flight_reach = np.maximum.accumulate(f_shift + f_until) - f_shift
+        if len(flights):
+            rise = np.r_[True, (f_group[1:] != f_group[:-1])
+                         | (self._flight_reach[1:] != self._flight_reach[:-1])]
+            self._flight_move = flights[np.maximum.accumulate(
+                np.where(rise, np.arange(len(flights)), 0))]
+        else:
+            self._flight_move = flights
         self.owner: IntArray = live.entry_kernels()
         """Kernel of each entry of ``liveness.kernel_tensors``."""
         kinds = [t.kind for t in graph.tensors]
@@ -80,6 +96,7 @@ class PlanLookups:
         entry_keys = live.kernel_tensors * (self.n + 2) + self.owner + 1
         self._entry_order = np.argsort(entry_keys, kind="stable")
         self._entry_keys = entry_keys[self._entry_order]
+        self._write_keys = np.sort(entry_keys[live.kernel_writes])
 
     # -- lookups --------------------------------------------------------------------------
 
@@ -109,6 +126,13 @@ class PlanLookups:
                  & (self.a.res_last[row] >= kernel))
         return np.where(found, row, -1)
 
+    def last_kernel(self, rows: IntArray) -> IntArray:
+        """The last kernel of each residency (array position, as :meth:`covering` gives);
+        -1 where ``rows`` is -1."""
+        if not len(self.a.res_last):
+            return np.full(len(rows), -1, dtype=np.int64)
+        return np.where(rows >= 0, self.a.res_last[np.maximum(rows, 0)], -1)
+
     def begins(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> BoolArray:
         """Whether a residency of ``tensor`` in ``pool`` begins at ``kernel`` (elementwise)."""
         return _contains(self._keys, self.a.key(tensor, pool, kernel))
@@ -119,7 +143,24 @@ class PlanLookups:
 
     def arriving(self, tensor: IntArray, pool: IntArray, kernel: IntArray) -> BoolArray:
         """Whether an async move is copying ``tensor`` into ``pool`` during ``kernel``."""
-        return _contains(self.in_flight, self.a.key(tensor, pool, kernel))
+        return self.arriving_move(tensor, pool, kernel) >= 0
+
+    def arriving_move(self, tensor: IntArray, pool: IntArray, kernel: IntArray,
+                      issued_by: IntArray | None = None) -> IntArray:
+        """The async move (array position) copying ``tensor`` into ``pool`` issued at or
+        before ``issued_by`` (default ``kernel``) and still in flight during ``kernel``
+        (its ``until`` after it); -1 where there is none. Of several, the one finishing
+        last. ``issued_by = b - 1, kernel = b`` asks for the boundary before ``b``."""
+        if issued_by is None:
+            issued_by = kernel
+        if not len(self._flight_keys):
+            return np.full(len(tensor), -1, dtype=np.int64)
+        at = np.searchsorted(self._flight_keys, self.a.key(tensor, pool, issued_by),
+                             side="right") - 1
+        safe = np.maximum(at, 0)
+        found = ((at >= 0) & (self._flight_group[safe] == self.a.group(tensor, pool))
+                 & (self._flight_reach[safe] > kernel))
+        return np.where(found, self._flight_move[safe], -1)
 
     def entries(self, tensor: IntArray, kernel: IntArray) -> IntArray:
         """The entry of ``liveness.kernel_tensors`` for ``tensor`` at ``kernel``; -1 if none."""
@@ -128,6 +169,17 @@ class PlanLookups:
             return np.full(len(key), -1, dtype=np.int64)
         at = np.minimum(np.searchsorted(self._entry_keys, key), len(self._entry_keys) - 1)
         return np.where(self._entry_keys[at] == key, self._entry_order[at], -1)
+
+    def next_write(self, tensor: IntArray, kernel: IntArray) -> IntArray:
+        """The first kernel from ``kernel`` on that writes ``tensor`` (elementwise); the
+        number of kernels where none does."""
+        key = tensor * (self.n + 2) + kernel + 1
+        if not len(self._write_keys):
+            return np.full(len(key), self.n, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._write_keys, key), len(self._write_keys) - 1)
+        found = self._write_keys[at]
+        same = (found >= key) & (found // (self.n + 2) == tensor)
+        return np.where(same, found % (self.n + 2) - 1, self.n)
 
     def written_pool(self, tensor: IntArray, kernel: IntArray) -> IntArray:
         """The pool ``kernel`` writes ``tensor`` into (elementwise).
@@ -160,14 +212,23 @@ class PlanLookups:
         )
 
     def move(self, i: int) -> str:
-        """``moves[j]: sync move of tensor 't' from pool 'p' to 'q' before kernel #k ('name')``."""
+        """``moves[j]: sync move of tensor 't' from pool 'p' to 'q' before kernel #k ('name')``;
+        an async one says ``during kernel #k ('name')``, or, spanning kernels, ``issued at
+        kernel #k ('name'), complete before kernel #u ('name')``."""
         a = self.a
-        kind = "during" if a.move_async[i] else "before"
+        k, until = int(a.move_kernel[i]), int(a.move_until[i])
+        if not a.move_async[i]:
+            when = f"before {self.kernel(k)}"
+        elif until == k + 1:
+            when = f"during {self.kernel(k)}"
+        else:
+            end = self.kernel(until) if until < self.n else f"the end of the step (#{until})"
+            when = f"issued at {self.kernel(k)}, complete before {end}"
         tensor = self.tensor_names[a.move_tensor[i]]
         source, target = self.pool_names[a.move_source[i]], self.pool_names[a.move_target[i]]
         return (
             f"moves[{a.move_index[i]}]: {'async' if a.move_async[i] else 'sync'} move of tensor "
-            f"{tensor!r} from pool {source!r} to {target!r} {kind} {self.kernel(a.move_kernel[i])}"
+            f"{tensor!r} from pool {source!r} to {target!r} {when}"
         )
 
     def report(self, bad: BoolArray, message: Callable[[int], str], what: str) -> list[str]:

@@ -18,12 +18,20 @@ Where tensors are
 - A **synchronous** move ``before kernel k`` copies the tensor between kernels
   ``k-1`` and ``k``, blocking: the source residency covers ``k-1``, the target
   residency begins at ``k``, and kernel ``k`` may use the target copy. While it
-  is copied it occupies both pools (checked at the boundary before ``k``).
-- An **asynchronous** move ``during kernel k`` overlaps kernel ``k``: both the
-  source and the target residencies cover ``k`` (it occupies both pools while
-  in flight), and the target copy can be used from kernel ``k+1`` on.
+  is copied it occupies both pools (checked at the boundary before ``k``). Its
+  ``until`` is ``k``.
+- An **asynchronous** move is issued when kernel ``k`` (its ``kernel``) starts and
+  completes before kernel ``until`` starts (``k < until <= n``; by default
+  ``until = k + 1``: it overlaps kernel ``k`` alone). It is *in flight* during
+  kernels ``k .. until-1``, and may span many kernels: its target residency begins
+  at ``k`` (the destination is reserved from issue) and covers ``until - 1``, its
+  source residency covers ``k .. until-1`` (the source is kept until completion),
+  so it occupies both pools during the whole flight; the target copy can be used
+  from kernel ``until`` on (by a kernel, a move, or a rerun at the boundary before
+  ``until``), never before. ``until = n`` completes with the step.
 - ``configs[k][i]`` is the pool kernel ``k`` finds its ``i``-th tensor in
-  (``Kernel.tensors`` order); that tensor must be resident there at ``k``.
+  (``Kernel.tensors`` order); that tensor must be resident there at ``k``, and not
+  still arriving there by an asynchronous move in flight during ``k``.
 - A kernel's workspace lives in the fastest pool while it runs.
 - ``offset`` (optional) is the byte address of a residency inside its pool;
   residencies overlapping in time must not overlap in address.
@@ -43,8 +51,8 @@ Values: every copy holds the tensor's current value
 - A synchronous move before ``k`` reads its source after kernel ``k-1``: if
   ``k-1`` writes the tensor, the source is the pool ``k-1`` wrote it into
   (copying another, old copy over the new value is a lost update).
-- An asynchronous move during ``k`` reads its source while ``k`` runs: ``k``
-  does not write the tensor (the copy would race the write).
+- An asynchronous move reads its source while it is in flight: no kernel
+  ``k .. until-1`` writes the tensor (the copy would race the write).
 
 Reruns: a value recomputed instead of kept
 
@@ -97,7 +105,8 @@ class MoveKind(enum.Enum):
     SYNC = "sync"
     """Blocking copy between kernel ``k-1`` and kernel ``k``."""
     ASYNC = "async"
-    """Copy overlapping kernel ``k``; the kernel then costs max(its time, its overlapping moves)."""
+    """Copy issued when kernel ``k`` starts, on its link's copy stream, complete before kernel
+    ``until``; kernels wait for it only there."""
 
 
 @attrs.frozen(slots=True)
@@ -116,7 +125,7 @@ class Residency:
     """Byte address inside the pool, when the planner assigned addresses."""
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, repr=False)
 class Move:
     """A copy of a tensor from one pool to another."""
 
@@ -127,9 +136,40 @@ class Move:
     target: str
     """Pool copied to."""
     kernel: int
-    """Kernel position: sync moves happen just before it, async moves during it."""
+    """Kernel position: sync moves happen just before it, async moves are issued when it
+    starts."""
     kind: MoveKind = MoveKind.SYNC
     """Blocking or overlapping."""
+    _until: int | None = attrs.field(default=None, alias="until")
+    # Kept as None when it is the default, so that a copy made by ``attrs.evolve`` with
+    # another kernel or kind gets that kernel's default rather than keeping a stale one.
+
+    def __attrs_post_init__(self) -> None:
+        if self._until is not None and self._until == self.default_until:
+            object.__setattr__(self, "_until", None)
+
+    def __repr__(self) -> str:  # as the constructor is called: ``until`` when not the default
+        until = "" if self._until is None else f", until={self._until!r}"
+        return (f"Move(tensor={self.tensor!r}, source={self.source!r}, target={self.target!r}, "
+                f"kernel={self.kernel!r}, kind={self.kind!r}{until})")
+
+    @property
+    def until(self) -> int:
+        """The kernel before which the copy is complete and from which its target is usable
+        (argument ``until``): ``kernel + 1`` by default for an async move (a one-kernel
+        copy), later for one that spans kernels; always ``kernel`` for a sync move."""
+        return self.default_until if self._until is None else self._until
+
+    @property
+    def default_until(self) -> int:
+        """``until`` of a one-kernel copy of this kind: ``kernel + 1`` (async), ``kernel``
+        (sync)."""
+        return self.kernel + (self.kind is MoveKind.ASYNC)
+
+    @property
+    def spans_kernels(self) -> bool:
+        """Whether this is an async move in flight over more than its issuing kernel."""
+        return self.kind is MoveKind.ASYNC and self.until > self.kernel + 1
 
 
 @attrs.frozen(slots=True)
@@ -188,6 +228,12 @@ class Plan:
     offset), when addresses were assigned; a kernel without one gets scratch memory."""
     reruns: tuple[Rerun, ...] = attrs.field(default=(), converter=_to_reruns)
     """Kernels run again to recompute values that were dropped, in the order they run."""
+
+    @property
+    def has_spanning_copies(self) -> bool:
+        """Whether some move has an ``until`` other than a one-kernel copy's (an async move
+        in flight over several kernels, or a wrong ``until`` the verifier reports)."""
+        return any(m.until != m.default_until for m in self.moves)
 
     @property
     def has_offsets(self) -> bool:

@@ -1,5 +1,6 @@
-"""The plan file: ``autotm-core/plan``, versions 1 and 2 (see docs/formats.md); version 2
-adds ``reruns``, and a plan without reruns is written as version 1.
+"""The plan file: ``autotm-core/plan``, versions 1 to 3 (see docs/formats.md); version 2
+adds ``reruns``, version 3 a move's ``until`` (copies spanning kernels). A plan is written
+in the lowest version that holds it: 1 without reruns or spanning copies.
 
 A plan round-trips losslessly through this file, attributes included as long
 as they are JSON values (lists, not tuples).
@@ -12,17 +13,20 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from autotm_core.errors import FormatError
 from autotm_core.formats.document import Fields, envelope, read_document, write_document
 from autotm_core.plans.model import Move, MoveKind, Plan, Rerun, Residency
 
 KIND = "plan"
-VERSION = 2
-VERSIONS = {1, 2}
+VERSIONS = {1, 2, 3}
+UNTIL_VERSION = 3
+"""The first version whose moves may say ``until``."""
 _TOP = {"format", "version", "graph", "system", "planner", "capacities", "residencies", "moves",
         "configs", "attributes", "workspaces", "reruns"}
 _RESIDENCY = {"tensor", "pool", "first", "last", "offset"}
-_MOVE = {"tensor", "from", "to", "kernel", "kind"}
+_MOVE_UNTIL = {"tensor", "from", "to", "kernel", "kind", "until"}
 _KINDS = {kind.value: kind for kind in MoveKind}
 
 
@@ -34,18 +38,23 @@ def plan_to_document(plan: Plan) -> dict[str, Any]:
         if r.offset is not None:
             row["offset"] = r.offset
         residencies.append(row)
+    spanning = plan.has_spanning_copies
+    version = UNTIL_VERSION if spanning else 2 if plan.reruns else 1
+    moves = []
+    for m in plan.moves:
+        move: dict[str, Any] = {"tensor": m.tensor, "from": m.source, "to": m.target,
+                                "kernel": m.kernel, "kind": m.kind.value}
+        if m.until != m.default_until:
+            move["until"] = m.until
+        moves.append(move)
     return {
-        **envelope(KIND, VERSION if plan.reruns else 1),
+        **envelope(KIND, version),
         "graph": plan.graph,
         "system": plan.system,
         "planner": plan.planner,
         "capacities": dict(plan.capacities),
         "residencies": residencies,
-        "moves": [
-            {"tensor": m.tensor, "from": m.source, "to": m.target, "kernel": m.kernel,
-             "kind": m.kind.value}
-            for m in plan.moves
-        ],
+        "moves": moves,
         "configs": [list(row) for row in plan.configs],
         "attributes": dict(plan.attributes),
         **({"workspaces": [{"kernel": k, "offset": o} for k, o in plan.workspace_offsets.items()]}
@@ -92,17 +101,23 @@ def plan_from_document(doc: Mapping[str, Any], fields: Fields) -> Plan:
             offset=fields.get(obj, "offset", where, int, required=False),
         ))
     moves = []
-    for where, obj in fields.entries(doc, "moves", _MOVE, required=False):
+    spanning = doc.get("version") == UNTIL_VERSION
+    for where, obj in fields.entries(doc, "moves", _MOVE_UNTIL, required=False):
+        if "until" in obj and not spanning:
+            raise fields.fail(f"{where}.until", f"needs plan version {UNTIL_VERSION} (copies "
+                              f"spanning kernels); this file says {doc.get('version')!r}")
         kind = fields.get(obj, "kind", where, str, required=False, default="sync")
         if kind not in _KINDS:
             raise fields.fail(f"{where}.kind", f"is {kind!r}; expected one of {', '.join(_KINDS)}")
-        moves.append(Move(
+        move = Move(
             tensor=fields.get(obj, "tensor", where, str),
             source=fields.get(obj, "from", where, str),
             target=fields.get(obj, "to", where, str),
             kernel=fields.get(obj, "kernel", where, int),
             kind=_KINDS[kind],
-        ))
+        )
+        until = fields.get(obj, "until", where, int, required=False)
+        moves.append(move if until is None else attrs.evolve(move, until=until))
     configs = []
     for k, raw in enumerate(fields.get(doc, "configs", "", list)):
         row = fields.list(raw, f"configs[{k}]")

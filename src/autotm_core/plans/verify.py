@@ -230,11 +230,12 @@ class _Checker(PlanLookups):
             lambda i: f"{where(i)}, where it is not resident at that kernel",
             "kernels using a tensor where it is not",
         )
-        flight = ~absent & self.arriving(t, p, k)
+        copy = np.where(absent, -1, self.arriving_move(t, p, k))
         out += self.report(
-            flight,
-            lambda i: f"{where(i)}, while an async move is still copying it there; use the "
-            "source copy, or move it earlier",
+            copy >= 0,
+            lambda i: f"{where(i)}, while {self.move(int(copy[i]))} is still copying it there "
+            f"(usable from kernel #{self.a.move_until[copy[i]]}); use the source copy, or "
+            "issue the copy earlier",
             "kernels using a copy in flight",
         )
         return out
@@ -260,6 +261,22 @@ class _Checker(PlanLookups):
             "sync moves before kernel 0",
         )
         ok &= ~first_sync & (src != dst)
+        until = a.move_until
+        out += self.report(
+            ok & ~a.move_async & (until != k),
+            lambda i: f"{self.move(i)}: says until kernel #{until[i]}, but a sync move is "
+            f"complete before its own kernel; give until {k[i]} (or leave it out)",
+            "sync moves with another until",
+        )
+        bad_until = ok & a.move_async & ((until <= k) | (until > self.n))
+        out += self.report(
+            bad_until,
+            lambda i: f"{self.move(i)}: says it is complete before kernel #{until[i]}, but an "
+            f"async move issued at kernel #{k[i]} completes before a later kernel, "
+            f"#{k[i] + 1}..#{self.n} (#{self.n}: with the step)",
+            "async moves completing outside their flight",
+        )
+        ok &= ~(~a.move_async & (until != k)) & ~bad_until
         from_kernel = np.where(a.move_async, k, k - 1)
         gone = ok & ~self.covered(t, src, from_kernel)
         out += self.report(
@@ -268,6 +285,16 @@ class _Checker(PlanLookups):
             f"{self.kernel(from_kernel[i])}",
             "moves from where the tensor is not",
         )
+        # an async copy keeps its source until it completes and its destination from issue
+        done = until - 1
+        source_row = self.covering(t, src, from_kernel)
+        released = ok & a.move_async & ~gone & (self.last_kernel(source_row) < done)
+        out += self.report(
+            released,
+            lambda i: f"{self.move(i)}: its source ({self.residency(int(source_row[i]))}) ends "
+            f"before the copy completes; keep it until kernel #{done[i]}",
+            "async moves whose source is freed in flight",
+        )
         nowhere = ok & ~self.begins(t, dst, k)
         out += self.report(
             nowhere,
@@ -275,11 +302,31 @@ class _Checker(PlanLookups):
             f"kernel #{k[i]}; start one there",
             "moves landing nowhere",
         )
-        chained = ok & a.move_async & self.arriving(t, src, k)
+        target_row = self.covering(t, dst, k)
+        short = ok & a.move_async & ~nowhere & (target_row >= 0) \
+            & (self.last_kernel(target_row) < done)
         out += self.report(
-            chained,
-            lambda i: f"{self.move(i)}: its source is itself still being copied during that kernel",
+            short,
+            lambda i: f"{self.move(i)}: its target ({self.residency(int(target_row[i]))}) ends "
+            f"while the copy is in flight; reserve it until kernel #{done[i]} at least",
+            "async moves whose target is freed in flight",
+        )
+        feeding = np.where(ok & a.move_async, self.arriving_move(t, src, k), -1)
+        out += self.report(
+            feeding >= 0,
+            lambda i: f"{self.move(i)}: its source is itself still being copied during that "
+            f"kernel, by {self.move(int(feeding[i]))}; issue this copy from kernel "
+            f"#{until[feeding[i]]} on",
             "moves from a copy in flight",
+        )
+        boundary = np.where(ok & ~a.move_async, self.arriving_move(t, src, k, k - 1), -1)
+        out += self.report(
+            boundary >= 0,
+            lambda i: f"{self.move(i)}: reads the tensor in pool "
+            f"{self.pool_names[src[i]]!r} while {self.move(int(boundary[i]))} is still copying "
+            f"it there (complete before kernel #{until[boundary[i]]}); copy from another pool, "
+            "or complete that copy by this kernel",
+            "sync moves from a copy in flight",
         )
         _, first_of, counts = np.unique(a.key(t, dst, k), return_index=True, return_counts=True)
         twice = np.zeros(len(t), dtype=np.bool_)

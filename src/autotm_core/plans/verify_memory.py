@@ -145,6 +145,7 @@ class _Memory:
         self.offset = arrays.res_offset[rows]
         self.workspace = graph.liveness.workspace_nbytes
         self.names = [t.name for t in graph.tensors]
+        self.tensor_nbytes = graph.liveness.nbytes
         self.boundary = _rerun_boundary_nbytes(graph, arrays, restored)
         """Per half step: bytes the reruns there hold beside the residencies (fastest pool)."""
 
@@ -158,6 +159,24 @@ class _Memory:
         row = self.rows[i]
         tensor = self.names[self.a.res_tensor[row]]
         return f"tensor {tensor!r} (residencies[{self.a.res_index[row]}])"
+
+    def flights(self, p: int, tau: int) -> str:
+        """``; copies in flight holding both ends there: ...`` for the asynchronous moves into
+        or out of pool ``p`` in flight at half step ``tau`` (a kernel of their flight, or a
+        boundary inside it), the largest first; empty when none."""
+        a, k = self.a, tau // 2
+        inside = (a.move_kernel <= k) & (k < a.move_until) if tau % 2 else \
+            (a.move_kernel < k) & (k < a.move_until)
+        here = np.flatnonzero(a.move_async & inside & ((a.move_source == p) | (a.move_target == p)))
+        if not len(here):
+            return ""
+        size = self.tensor_nbytes[a.move_tensor[here]]
+        top = here[np.argsort(-size, kind="stable")[:3]]
+        names = ", ".join(
+            f"moves[{a.move_index[i]}] ({self.names[a.move_tensor[i]]!r}, kernels "
+            f"{a.move_kernel[i]}..{a.move_until[i] - 1})" for i in top)
+        more = f" and {len(here) - len(top)} more" if len(here) > len(top) else ""
+        return f"; copies in flight holding both ends there: {names}{more}"
 
     def capacity(self, p: int, name: str, capacity: int) -> list[str]:
         in_pool = self.pool == p
@@ -189,7 +208,7 @@ class _Memory:
             out.append(
                 f"pool {name!r} holds {format_bytes(used[tau])} at {self.when(tau)}, over its "
                 f"capacity of {format_bytes(capacity)} by {format_bytes(used[tau] - capacity)}; "
-                f"largest there: {largest or 'none'}{span}"
+                f"largest there: {largest or 'none'}{span}{self.flights(p, tau)}"
             )
         if len(runs) > MAX_PER_POOL:
             out.append(f"... and {len(runs) - MAX_PER_POOL} more spans where pool {name!r} "

@@ -12,7 +12,8 @@ computed, and only that:
   no kernel between the two may have written it;
 - each input is in the fastest pool at the boundary: resident there over it (or landed
   there by a synchronous move, or restored by a rerun before this one at the boundary), or
-  an output of a rerun before this one at the same boundary;
+  an output of a rerun before this one at the same boundary; not still arriving there by
+  an asynchronous move in flight over the boundary;
 - an output it restores has not been written since the kernel first ran;
 - a kernel runs again at most once at one boundary.
 
@@ -82,6 +83,11 @@ def check_reruns(look: PlanLookups) -> list[str]:
             elif not _in_fastest_at_boundary(look, u, b, sync):
                 add(f"{what}: its input {name!r} is not in pool {look.pool_names[0]!r} at that "
                     "boundary; keep it there, move it there before, or rerun its producer first")
+            elif (copy := int(look.arriving_move(np.array([u]), np.array([0]), np.array([b]),
+                                                 np.array([b - 1]))[0])) >= 0:
+                add(f"{what}: its input {name!r} is still arriving in pool "
+                    f"{look.pool_names[0]!r} at that boundary, by {look.move(copy)}; complete "
+                    "that copy by this boundary")
         for name in kernel.outputs:
             o = index[name]
             restored = look.restored_at(np.array([o]), np.array([0]), np.array([b]))[0]

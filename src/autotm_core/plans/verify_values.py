@@ -8,8 +8,8 @@ again, within the step or by the next one:
 - a **stale copy** (another residency covering the writing kernel) ends there;
 - a synchronous move just after a write copies from the pool written, or it
   would copy the old value over the new one (a **lost update**);
-- an asynchronous move never overlaps a kernel writing its tensor (it would
-  **race** the write);
+- an asynchronous move never overlaps a kernel writing its tensor during its whole
+  flight (it would **race** the write);
 - **steady state**: a tensor that exists before the step and survives it ends
   the step current in every pool it began in (at the same address, when both
   residencies have one), and an input begins the step in exactly one pool.
@@ -80,19 +80,25 @@ def _lost_updates(look: PlanLookups) -> list[str]:
 
 
 def _racing_copies(look: PlanLookups) -> list[str]:
-    """An async move never overlaps a kernel that writes its tensor."""
+    """An async move never overlaps a kernel that writes its tensor (any kernel of its
+    flight, ``kernel .. until-1``)."""
     a = look.a
     k = a.move_kernel
-    wrote = look.written_pool(a.move_tensor, k)
-    race = a.move_async & (wrote != -2)
+    inside = a.move_async & (k >= 0) & (k < look.n)
+    writer = np.where(inside, look.next_write(a.move_tensor, np.where(inside, k, 0)), look.n)
+    race = inside & (writer < np.minimum(a.move_until, look.n))
+    wrote = look.written_pool(a.move_tensor, writer)
 
     def message(i: int) -> str:
         into = f" into pool {look.pool_names[wrote[i]]!r}" if wrote[i] >= 0 else ""
-        fix = "copy it during a kernel that does not write it"
-        if k[i] + 1 < look.n and wrote[i] >= 0:
-            fix += (f", or synchronously before {look.kernel(k[i] + 1)} from "
+        w = int(writer[i])
+        who = "the kernel" if w == k[i] else f"{look.kernel(w)}, while it is in flight,"
+        fix = ("copy it during a kernel that does not write it" if a.move_until[i] == k[i] + 1
+               else f"complete it before kernel #{w} or issue it after")
+        if w + 1 < look.n and wrote[i] >= 0:
+            fix += (f", or synchronously before {look.kernel(w + 1)} from "
                     f"{look.pool_names[wrote[i]]!r}")
-        return (f"{look.move(i)}: the kernel writes the tensor{into} while this copy reads it, "
+        return (f"{look.move(i)}: {who} writes the tensor{into} while this copy reads it, "
                 f"so the copy races the write; {fix}")
 
     return look.report(race, message, "async moves racing a write")

@@ -26,8 +26,13 @@ def render_tensor(e: TensorExplanation, kernel_names: tuple[str, ...]) -> Render
     for column in ("kernel", "kind", "from", "to", "copy time"):
         moves.add_column(column, justify="right" if column == "copy time" else "left")
     for m in e.moves:
-        when = "before" if m.move.kind.value == "sync" else "during"
-        moves.add_row(f"{when} {at(m.move.kernel)}", m.move.kind.value, escape(m.move.source),
+        if m.move.spans_kernels:  # in flight until kernel `until`, or the step's end
+            done = (f"before {at(m.move.until)}" if m.move.until < len(kernel_names)
+                    else "by the step's end")
+            when = f"from {at(m.move.kernel)}, done {done}"
+        else:
+            when = f"{'before' if m.move.kind.value == 'sync' else 'during'} {at(m.move.kernel)}"
+        moves.add_row(when, m.move.kind.value, escape(m.move.source),
                       escape(m.move.target), format_seconds(m.seconds))
     parts: list[RenderableType] = [head, "", stays, ""]
     parts.append(moves if e.moves else "no moves: it stays where it is created")
@@ -56,10 +61,11 @@ def render_kernel(e: KernelExplanation) -> RenderableType:
     lines: list[RenderableType] = [table,
         f"run time in the plan's placement: {format_seconds(e.seconds)}; at its best placement "
         f"{format_seconds(e.best_seconds)} ({e.slowdown:.2f}x)",
-        f"moves charged to it: sync before {format_seconds(e.sync_move_seconds)}, async during "
-        f"{format_seconds(e.async_move_seconds)}"]
+        f"moves charged to it: sync before {format_seconds(e.sync_move_seconds)}, async "
+        f"issued at it {format_seconds(e.async_move_seconds)}"]
     for m in e.moves:
+        flight = f", in flight until kernel #{m.move.until}" if m.move.spans_kernels else ""
         lines.append(f"  {m.move.kind.value} {escape(m.move.tensor)} "
                      f"{escape(m.move.source)} -> {escape(m.move.target)} "
-                     f"({format_bytes(m.nbytes)}, {format_seconds(m.seconds)})")
+                     f"({format_bytes(m.nbytes)}, {format_seconds(m.seconds)}{flight})")
     return Group(*lines)

@@ -80,7 +80,8 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
         _figure(figure_svg(memory_figure(sim, plan)),
                 "Bytes in each pool at each kernel; dashed: capacity. Under each curve, a row of "
                 "▲ for the kernels where tensors move into the pool and a row of ▼ for those "
-                "where they move out."),
+                "where they move out (an asynchronous copy at the kernel issuing it; one "
+                "spanning kernels holds both pools until it completes)."),
         _table(["pool", "peak", "capacity"], pools),
         "<h2>Moves</h2>",
         _table(["from", "to", "kind", "count", "bytes"], moves) if moves
@@ -88,7 +89,7 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
         "<h2>Time per kernel</h2>",
         _figure(figure_svg(kernel_time_figure(sim)),
                 "Each kernel's run time, async moves it does not hide, and sync moves before it."),
-        _table(["#", "kernel", "run", "sync moves before", "async moves"], kernels),
+        _table(["#", "kernel", "run", "sync moves before", "async moves issued"], kernels),
     ]
     return _page(heading, body)
 

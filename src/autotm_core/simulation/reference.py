@@ -1,7 +1,8 @@
 """The simulator's loop in plain Python: the reference :mod:`.kernels` is tested against.
 
-Slow and plainly right: one pass over the moves, one over the residencies,
-one over the kernels, nothing vectorised or compiled. Same arguments and results as
+Slow and plainly right: one pass over the moves for their times and traffic, one over the
+kernels with each copy stream's queue (a list), one over the residencies, nothing vectorised or
+compiled. Same arguments and results as
 :func:`autotm_core.simulation.kernels.simulate_arrays`.
 """
 
@@ -12,7 +13,7 @@ import numpy as np
 
 def simulate_arrays(kernel_seconds, workspace_nbytes,
                     res_pool, res_first, res_last, res_nbytes,
-                    move_kernel, move_source, move_target, move_async, move_nbytes,
+                    move_kernel, move_source, move_target, move_async, move_until, move_nbytes,
                     sync_bytes_per_second, async_bytes_per_second, link_channel,
                     channel_seconds):
     """See :func:`autotm_core.simulation.kernels.simulate_arrays`."""
@@ -22,21 +23,50 @@ def simulate_arrays(kernel_seconds, workspace_nbytes,
     async_seconds = [0.0] * n_kernels
     pair_nbytes = np.zeros((n_pools, n_pools, 2), dtype=np.int64)
     pair_counts = np.zeros((n_pools, n_pools, 2), dtype=np.int64)
-    busy = channel_seconds.tolist()  # per kernel, per channel: its own traffic, then copies
-    for k, s, t, asynchronous, nbytes in zip(
+    issued: list[list[tuple[int, float, int]]] = [[] for _ in range(n_kernels)]
+    for k, s, t, asynchronous, until, nbytes in zip(
         move_kernel.tolist(), move_source.tolist(), move_target.tolist(), move_async.tolist(),
-        move_nbytes.tolist(), strict=True,
+        move_until.tolist(), move_nbytes.tolist(), strict=True,
     ):
         if asynchronous:
-            async_seconds[k] += nbytes / async_bytes_per_second[s][t]
-            busy[k][link_channel[s][t]] += nbytes / async_bytes_per_second[s][t]
+            seconds = nbytes / async_bytes_per_second[s][t]
+            async_seconds[k] += seconds
+            issued[k].append((int(link_channel[s][t]), seconds, until))  # in plan order
         else:
             sync_seconds[k] += nbytes / sync_bytes_per_second[s][t]
         pair_nbytes[s, t, int(asynchronous)] += nbytes
         pair_counts[s, t, int(asynchronous)] += 1
-    effective_seconds = [
-        max([a, *channels]) for a, channels in zip(kernel_seconds.tolist(), busy, strict=True)
-    ]
+
+    # Each copy stream runs its copies one after the other in issue order, only while kernels
+    # run, a running kernel's own traffic on it first. A kernel lasts until it has run, its
+    # traffic is done and every copy the next kernel must see complete is done (with the
+    # copies before it on its stream); then the stream spends what is left of the kernel's
+    # time on its copies.
+    traffic = channel_seconds.tolist()
+    streams: list[list[list[float]]] = [[] for _ in range(channel_seconds.shape[1])]
+    effective_seconds = []
+    for k in range(n_kernels):
+        for c, seconds, until in issued[k]:
+            streams[c].append([seconds, until])  # [what is left of it, until]
+        lasts = [kernel_seconds[k]]
+        done = []  # per stream: how many of its first copies must be done by the next kernel
+        for c, queue in enumerate(streams):
+            done.append(max([i + 1 for i, (_, until) in enumerate(queue) if until <= k + 1],
+                            default=0))
+            busy = traffic[k][c]
+            for left, _ in queue[:done[c]]:
+                busy += left
+            lasts.append(busy)
+        effective_seconds.append(max(lasts))
+        for c, queue in enumerate(streams):
+            spare = effective_seconds[-1] - traffic[k][c]
+            for left, _ in queue[:done[c]]:
+                spare -= left
+            del queue[:done[c]]
+            while queue and queue[0][0] <= spare:
+                spare -= queue.pop(0)[0]
+            if queue and spare > 0:
+                queue[0][0] -= spare
 
     # Each residency adds its bytes where it begins and takes them back after it ends; a
     # running sum over kernels gives what each pool holds.

@@ -4,11 +4,17 @@ The model (the one every planner optimises):
 
 - kernel ``k`` runs in ``costs.seconds_all`` of its configuration ``plan.configs[k]``;
 - synchronous moves before ``k`` block: they add their copy time at the sync bandwidth;
-- asynchronous moves during ``k`` overlap it: each copy channel of the memory system
-  (:attr:`~autotm_core.memory.MemorySystem.link_channels`: one engine shared by every
-  link that is not duplex, one per duplex link) takes its copies one after the other,
-  at the async bandwidth, plus the kernel's own reads and writes crossing a link that
-  carries kernel traffic; the kernel costs max(its time, each channel's time);
+- asynchronous moves overlap kernels on copy streams: one per copy channel of the memory
+  system (:attr:`~autotm_core.memory.MemorySystem.link_channels`: one engine shared by
+  every link that is not duplex, one per duplex link). A stream runs its copies one
+  after the other in issue order (by kernel, then plan order), at the async bandwidth,
+  only while kernels run (synchronous moves and reruns between kernels pause it); a
+  running kernel's own reads and writes crossing a link that carries kernel traffic go
+  first, the copies take the rest of the kernel's time. Kernel ``k + 1`` (or the end of
+  the step) starts once kernel ``k`` has run, its traffic is done, and every copy with
+  ``until == k + 1`` is done (with the copies issued before it on its stream). Kernel
+  ``k``'s effective time is from its start to then; for one-kernel copies
+  (``until = k + 1``) that is max(its time, each channel's traffic and copies during it);
 - a rerun before ``k`` blocks too: it adds its kernel's time with every tensor in the fastest
   pool (:func:`~autotm_core.costs.model.rerun_seconds`);
 - step time = sum of effective kernel times + synchronous move times + rerun times;
@@ -69,10 +75,12 @@ class Simulation:
     sync_seconds: FloatArray
     """``(n_kernels,)`` time of the synchronous moves just before each kernel."""
     async_seconds: FloatArray
-    """``(n_kernels,)`` time of the asynchronous moves overlapping each kernel."""
+    """``(n_kernels,)`` copy time of the asynchronous moves issued at each kernel."""
     effective_seconds: FloatArray
-    """``(n_kernels,)`` max(kernel time, each copy channel's time during it: its overlapping
-    async moves and the kernel traffic it carries) of each kernel."""
+    """``(n_kernels,)`` time from each kernel's start until the next may start: its own time,
+    its traffic on the copy streams, and the copies that must be complete before the next
+    kernel (see the module doc); with one-kernel copies, max(kernel time, each copy
+    channel's time during it)."""
     pool_nbytes: IntArray
     """``(n_pools, n_kernels)`` bytes in each pool at each kernel (workspace in the fastest)."""
     pair_nbytes: IntArray
@@ -157,6 +165,10 @@ def simulate(
     bad_moves = int(((a.move_kernel < 0) | (a.move_kernel >= n)).sum())
     if bad_moves:
         problems.append(f"{bad_moves} moves happen at kernels outside 0..{n - 1}")
+    early = a.move_async & ((a.move_until <= a.move_kernel) | (a.move_until > n))
+    if early.any():
+        problems.append(f"{int(early.sum())} async moves complete before a kernel outside "
+                        f"their flight (until after the kernel issuing them, at most {n})")
     if not problems and (a.entry_pools < 0).any():
         problems.append("some kernel configurations name no pool")
     if costs.n_pools != len(system.pools):
@@ -191,6 +203,7 @@ def simulate(
         a.move_source,
         a.move_target,
         a.move_async,
+        a.move_until,
         nbytes[a.move_tensor],
         sync_bps,
         async_bps,
