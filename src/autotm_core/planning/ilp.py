@@ -442,7 +442,8 @@ def _exact(chain: _Chain, planner: Planner, budget: Budget, *, recompute: bool) 
                    build_seconds=result.build_seconds, warm_started=result.warm_started,
                    bound=bound, step_seconds=float(simulation.step_seconds),
                    restrictions=restrictions, interrupted=interrupted)
-    size = ModelSize(formulation=planner.name, variables=result.n_variables,
+    size = ModelSize(formulation=planner.name, recomputes=options.recompute,
+                     variables=result.n_variables,
                      binaries=result.n_binaries, constraints=result.n_constraints,
                      nonzeros=result.n_nonzeros)
     return Outcome(problem=problem, planner=planner, plan=plan, simulation=simulation,
@@ -491,7 +492,8 @@ def _approximate(chain: _Chain, planner: Planner, budget: Budget, *,
         bound_seconds=result.bound_seconds, bound_source=result.bound_source, gap=result.gap,
         build_seconds=result.build_seconds + result.baseline_seconds, handoff_seconds=0.0,
         solve_seconds=result.solve_seconds, warm_started=True)
-    size = ModelSize(formulation=planner.name, variables=result.n_variables,
+    size = ModelSize(formulation=planner.name, recomputes=options.recompute,
+                     variables=result.n_variables,
                      binaries=result.n_binaries, constraints=None, nonzeros=result.n_nonzeros)
     return Outcome(problem=problem, planner=planner, plan=result.plan,
                    simulation=result.simulation, step_seconds=result.step_seconds,

@@ -91,6 +91,13 @@ class ModelSize:
     """Rows (``None`` when not counted)."""
     nonzeros: int
     """Nonzero coefficients of the rows."""
+    recomputes: bool = False
+    """Whether the model may recompute activations (reruns)."""
+
+    @property
+    def name(self) -> str:
+        """The model's name in reports: its formulation, and whether it recomputes."""
+        return self.formulation + (", recomputing" if self.recomputes else "")
 
 
 @attrs.frozen(kw_only=True, eq=False)

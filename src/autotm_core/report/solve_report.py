@@ -63,8 +63,8 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
         "solve_seconds": s.solve_seconds, "warm_started": s.warm_started,
     }
     facts["model"] = None if m is None else {
-        "formulation": m.formulation, "variables": m.variables, "binaries": m.binaries,
-        "constraints": m.constraints, "nonzeros": m.nonzeros}
+        "formulation": m.formulation, "recomputes": m.recomputes, "variables": m.variables,
+        "binaries": m.binaries, "constraints": m.constraints, "nonzeros": m.nonzeros}
     facts["by_kind"] = outcome_breakdown(outcome).to_json()
     facts["plan_source"] = outcome.source
     facts["note"] = outcome.note or None
@@ -132,7 +132,7 @@ def _solved(outcome: Outcome) -> tuple[str, str]:
         return "solves", "every stretch and model of the approximate planner"
     rounds = len(outcome.addresses.rounds) if outcome.addresses is not None else 0
     which = f", address-fitting round {rounds}" if rounds > 1 else ""
-    return "last solve", f"the {outcome.model.formulation} model{which}"
+    return "last solve", f"the {outcome.model.name} model{which}"
 
 
 def _physical(outcome: Outcome, bound: LowerBound) -> str:
@@ -181,7 +181,7 @@ def _head(outcome: Outcome, physical: LowerBound | None = None) -> Table:
         head.add_row("physical bound", _physical(outcome, physical))
     if m is not None:
         constraints = "" if m.constraints is None else f"{m.constraints:,} constraints, "
-        head.add_row("model", f"{m.formulation}: {m.variables:,} variables "
+        head.add_row("model", f"{m.name}: {m.variables:,} variables "
                      f"({m.binaries:,} binary), {constraints}{m.nonzeros:,} nonzeros")
     if outcome.reductions is not None:
         r = outcome.reductions.summary()
