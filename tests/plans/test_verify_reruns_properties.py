@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 
 import attrs
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -214,10 +213,6 @@ def test_capacity_over_only_at_a_boundary_by_rerun_outputs_is_caught(
                        graph, sys_.with_capacity(fast, peak)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="finding: the capacity message at a boundary lists the "
-                   "largest residencies there and says 'sync copies occupy both pools', but "
-                   "names neither the reruns nor the outputs they hold there "
-                   "(verify_memory._Memory.capacity)")
 def test_capacity_over_at_a_boundary_names_the_reruns_and_their_outputs():
     plan, graph, sys_ = _chain_plan_with_a_dropped_output()
     fast = sys_.pools[0].name

@@ -89,21 +89,27 @@ def half_step_spans(arrays: PlanArrays, rows: IntArray,
     return start, end
 
 
-def _rerun_boundary_nbytes(graph: Graph, arrays: PlanArrays, restored: IntArray) -> IntArray:
+def _rerun_boundary_nbytes(
+    graph: Graph, arrays: PlanArrays, restored: IntArray,
+) -> tuple[IntArray, dict[int, list[tuple[int, list[tuple[str, int]]]]]]:
     """Per half step, the bytes reruns hold in the fastest pool beside the residencies they
-    restore: their other outputs and their workspace, at their boundary."""
+    restore: their other outputs and their workspace, at their boundary; and per boundary,
+    each rerun there (its position in the plan) with what it holds (name, bytes)."""
     live, index, a = graph.liveness, graph.tensor_index, arrays
     out = np.zeros(2 * a.n_kernels + 2, dtype=np.int64)
-    for k, b in zip(a.rerun_kernel.tolist(), a.rerun_before.tolist(), strict=True):
-        extra = int(live.workspace_nbytes[k])
+    held: dict[int, list[tuple[int, list[tuple[str, int]]]]] = {}
+    for i, (k, b) in enumerate(zip(a.rerun_kernel.tolist(), a.rerun_before.tolist(),
+                                   strict=True)):
+        what = [("workspace", int(live.workspace_nbytes[k]))] if live.workspace_nbytes[k] else []
         for name in graph.kernels[k].outputs:
             t = index[name]
             key = a.key_of(t, 0, b)
             at = np.searchsorted(restored, key)
             if not (at < len(restored) and restored[at] == key):
-                extra += int(live.nbytes[t])
-        out[2 * b] += extra
-    return out
+                what.append((repr(name), int(live.nbytes[t])))
+        out[2 * b] += sum(n for _, n in what)
+        held.setdefault(b, []).append((i, what))
+    return out, held
 
 
 def check_memory(
@@ -146,8 +152,9 @@ class _Memory:
         self.workspace = graph.liveness.workspace_nbytes
         self.names = [t.name for t in graph.tensors]
         self.tensor_nbytes = graph.liveness.nbytes
-        self.boundary = _rerun_boundary_nbytes(graph, arrays, restored)
-        """Per half step: bytes the reruns there hold beside the residencies (fastest pool)."""
+        self.boundary, self.rerun_held = _rerun_boundary_nbytes(graph, arrays, restored)
+        """Per half step: bytes the reruns there hold beside the residencies (fastest pool);
+        per boundary: each rerun there and what it holds."""
 
     def when(self, tau: int) -> str:
         k = tau // 2
@@ -159,6 +166,22 @@ class _Memory:
         row = self.rows[i]
         tensor = self.names[self.a.res_tensor[row]]
         return f"tensor {tensor!r} (residencies[{self.a.res_index[row]}])"
+
+    def reruns(self, p: int, tau: int) -> str:
+        """``; reruns there hold: ...`` for the reruns at the boundary ``tau`` (an even half
+        step) of the fastest pool ``p``: each with the outputs it does not restore and its
+        workspace; empty when none."""
+        if p != 0 or tau % 2:
+            return ""
+        held = self.rerun_held.get(tau // 2, [])
+        parts = []
+        for i, what in held[:MAX_PER_POOL]:
+            k = int(self.a.rerun_kernel[i])
+            things = ", ".join(f"{name} {format_bytes(n)}" for name, n in what) or "nothing"
+            parts.append(f"reruns[{i}] ({self.kernel(k)} again before {self.kernel(tau // 2)}): "
+                         f"{things}")
+        more = f"; and {len(held) - MAX_PER_POOL} more reruns" if len(held) > MAX_PER_POOL else ""
+        return f"; reruns there hold: {'; '.join(parts)}{more}" if parts else ""
 
     def flights(self, p: int, tau: int) -> str:
         """``; copies in flight holding both ends there: ...`` for the asynchronous moves into
@@ -209,6 +232,7 @@ class _Memory:
                 f"pool {name!r} holds {format_bytes(used[tau])} at {self.when(tau)}, over its "
                 f"capacity of {format_bytes(capacity)} by {format_bytes(used[tau] - capacity)}; "
                 f"largest there: {largest or 'none'}{span}{self.flights(p, tau)}"
+                f"{self.reruns(p, tau)}"
             )
         if len(runs) > MAX_PER_POOL:
             out.append(f"... and {len(runs) - MAX_PER_POOL} more spans where pool {name!r} "
