@@ -79,7 +79,7 @@ def test_a_gap_of_one_kernel_names_no_overlap_restriction():
 def test_a_copy_during_a_last_kernel_that_reads_the_tensor_is_named():
     graph = _step(last_reads_w=True, gap=1)
     (line,) = _async_lines(graph, formulation="asynchronous")
-    assert "last kernel of a tensor it reads" in line
+    assert "last kernel into a faster pool" in line
     assert _async_lines(graph) == ()
 
 

@@ -423,14 +423,18 @@ class _Builder:
         channels, its bytes at the boundary (to ``boundary``) and during the slot whose
         kernel it overlaps: the slot before the boundary (a kernel of an interior, before
         the next gadget; or a gadget's own kernel, which does not write the tensor), or the
-        slot after it (a kernel of an interior, after the gadget; or the last kernel, a
-        gadget only as the step's end)."""
+        slot after it (a kernel of an interior, after the gadget; or the last kernel, which
+        reads the tensor, if at all, from ``a``'s pool: ``b`` then only adds slower ones)."""
         tr = tensor.slots.transitions[i]
         a, b = self.states[pair.before], self.states[pair.after]
         moves = move_sources(self.system, tensor.nbytes, a, b, asynchronous=True)
         seconds = self.time * sum(m[2] for m in moves)
+        used_after = (tensor.slots.tensor, tr.kernel) in self.at_kernel
         for j in tr.async_kernels:
             after = j >= tr.kernel
+            if after and used_after and (a.usable != b.usable or not a.pools <= b.pools):
+                # the last kernel reads the tensor: from ``a``'s pool, which ``b`` keeps
+                continue
             if not self._async_pays(a, b, j, seconds, pair.cost, evict=after):
                 self.dominated_async += 1
                 continue

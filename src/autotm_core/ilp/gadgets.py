@@ -16,8 +16,8 @@ instead overlap a kernel that does not write the tensor: the gadget's own kernel
 not used there), an interior kernel (an eviction one of the first half of the
 interior within the window after the gadget, a prefetch one of the second half
 within the window before the next gadget: the halves keep the eviction before the
-prefetch), or the last kernel when it is a gadget only as the step's end (a copy
-readying the next step).
+prefetch), or the last kernel (a copy readying the next step; when that kernel
+reads the tensor, only a copy into a slower pool than the one it reads).
 """
 
 from __future__ import annotations
@@ -211,9 +211,9 @@ def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool, window: int,
                     transitions.append(Transition(nxt, tuple(fetch)))
             elif nxt is not None:
                 transitions.append(Transition(nxt, during))
-            if asynchronous and nxt == last and cyclic and nxt not in written:
-                # the last kernel does not use the tensor (it is a gadget only as the step's
-                # end): a copy overlapping it readies the next step
+            if asynchronous and nxt == last and cyclic and not written.get(nxt, False):
+                # a copy overlapping the last kernel readies the next step (when that kernel
+                # reads the tensor, only one adding a slower pool than the one it reads)
                 tr = transitions[-1]
                 transitions[-1] = Transition(tr.kernel, (*tr.async_kernels, nxt))
         out.append(TensorSlots(t, tuple(slots), tuple(transitions), cyclic))

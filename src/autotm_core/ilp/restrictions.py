@@ -86,8 +86,8 @@ def model_restrictions(graph: Graph, system: MemorySystem, *, costs: KernelCosts
 def _async_restrictions(graph: Graph, options: FormulationOptions) -> list[str]:
     """How the asynchronous model narrows the kernels a copy may overlap (the rules allow
     any kernel of the tensor's life that does not write it): the window and halves of the
-    gaps between gadgets (:func:`~autotm_core.ilp.gadgets.tensor_slots`), and the last
-    kernel when it reads a tensor that must be ready for the next step."""
+    gaps between gadgets (:func:`~autotm_core.ilp.gadgets.tensor_slots`), and a copy into a
+    faster pool during a last kernel that reads the tensor."""
     out = []
     window = options.async_window
     slots = tensor_slots(graph, static=False, asynchronous=True, window=window)
@@ -103,8 +103,9 @@ def _async_restrictions(graph: Graph, options: FormulationOptions) -> list[str]:
         if last >= 0 else range(0)
     if any(ts.cyclic and not live.kernel_writes[e] and int(live.kernel_tensors[e]) == ts.tensor
            for ts in slots for e in entries):
-        out.append("a copy overlapping the last kernel of a tensor it reads and the next step "
-                   "needs (one that exists before the step and survives it) is not found")
+        out.append("a copy overlapping the last kernel into a faster pool than the one it "
+                   "reads a tensor from, readying the next step (the tensor exists before the "
+                   "step and survives it), is not found")
     return out
 
 
