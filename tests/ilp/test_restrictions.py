@@ -7,6 +7,7 @@ from autotm_core.costs.model import TableCosts
 from autotm_core.examples.networks import training_chain
 from autotm_core.ilp.options import FormulationOptions
 from autotm_core.ilp.restrictions import model_restrictions
+from autotm_core.ir import Graph, GraphBuilder, TensorKind
 from autotm_core.memory import MemorySystem, Pool
 from autotm_core.presets import preset
 
@@ -44,8 +45,42 @@ def test_page_rounding_is_named_with_the_page_and_the_bounded_pools():
 def test_asynchronous_overlap_and_pinning_are_named():
     lines = _lines(page_nbytes=1, formulation="asynchronous", pin_to_fast=True, async_window=7)
     assert len(lines) == 2
-    assert any("only reads it" in line and "within 7 kernels" in line for line in lines)
+    assert any("first half of the gap" in line and "within 7 kernels" in line for line in lines)
     assert any("pin_to_fast" in line and "parameter" in line for line in lines)
+
+
+def _step(*, last_reads_w: bool, gap: int) -> Graph:
+    """``w`` (a parameter) read by k0 and then by ``use``, ``gap`` kernels later; the last
+    kernel reads ``use``'s output, and ``w`` when ``last_reads_w``."""
+    b = GraphBuilder("step")
+    b.tensor("w", nbytes=1 << 20, kind=TensorKind.PARAMETER)
+    for i in range(gap + 2):
+        b.tensor(f"a{i}", nbytes=1 << 20)
+    b.kernel("k0", op="layer", inputs=["w"], outputs=["a0"])
+    for i in range(gap):
+        b.kernel(f"g{i}", op="layer", inputs=[f"a{i}"], outputs=[f"a{i + 1}"])
+    b.kernel("use", op="layer", inputs=["w", f"a{gap}"], outputs=[f"a{gap + 1}"])
+    b.kernel("last", op="layer", inputs=[f"a{gap + 1}", *(["w"] if last_reads_w else [])])
+    return b.build()
+
+
+def _async_lines(graph: Graph, **options) -> tuple[str, ...]:
+    system = preset("optane-2019")
+    return model_restrictions(graph, system, costs=roofline_costs(graph, system),
+                              options=FormulationOptions(page_nbytes=1, **options))
+
+
+def test_a_gap_of_one_kernel_names_no_overlap_restriction():
+    assert _async_lines(_step(last_reads_w=False, gap=1), formulation="asynchronous") == ()
+    (line,) = _async_lines(_step(last_reads_w=False, gap=2), formulation="asynchronous")
+    assert "first half of the gap" in line
+
+
+def test_a_copy_during_a_last_kernel_that_reads_the_tensor_is_named():
+    graph = _step(last_reads_w=True, gap=1)
+    (line,) = _async_lines(graph, formulation="asynchronous")
+    assert "last kernel into a faster pool" in line
+    assert _async_lines(graph) == ()
 
 
 def test_cost_tables_read_the_fastest_copy():

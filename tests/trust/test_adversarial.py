@@ -238,6 +238,10 @@ def test_no_page_rounding_without_addresses(formulation: str) -> None:
 
 @pytest.mark.highs
 def test_async_overlap_of_a_kernel_that_only_reads() -> None:
-    """Seed 8: the best asynchronous plan overlaps copies with kernels reading the tensor."""
+    """Seed 8: the best asynchronous plan overlaps copies with kernels reading the tensor; the
+    model offers them (it was 3.1% above the optimum when it did not)."""
     case = random_case(8)
-    assert_label_honest(case.graph, case.system, "asynchronous")
+    best = assert_label_honest(case.graph, case.system, "asynchronous")
+    outcome = ilp_outcome(case.graph, case.system, "asynchronous")
+    assert outcome is not None
+    assert outcome.step_seconds == pytest.approx(best.seconds, rel=1e-7), describe(best.plan)

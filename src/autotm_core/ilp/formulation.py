@@ -2,7 +2,7 @@
 
 For every tensor, binary state variables per slot (:mod:`autotm_core.ilp.gadgets`)
 and one variable per way of crossing each transition (an edge between two states,
-synchronous or overlapping an interior kernel); flow conservation ties them
+synchronous or overlapping a kernel); flow conservation ties them
 together. Edges are continuous in the synchronous formulation: with binary states
 at both ends, one edge is forced to one and the rest to zero (binary in the
 asynchronous one, where HiGHS branches better on them). An asynchronous edge is
@@ -418,18 +418,24 @@ class _Builder:
 
     def _async_edges(self, tensor: _Tensor, i: int, pair: _Pair, edges: list[Edge],
                      boundary: list[tuple[int, frozenset[int]]]) -> None:
-        """Append to ``edges`` the move of ``pair`` overlapping each window kernel of
-        transition ``i`` where it can pay (:meth:`_async_pays`), with its copies' load
-        on their channels, its bytes at the boundary (to ``boundary``) and during the
-        interior it overlaps."""
+        """Append to ``edges`` the move of ``pair`` overlapping each kernel of transition
+        ``i`` where it can pay (:meth:`_async_pays`), with its copies' load on their
+        channels, its bytes at the boundary (to ``boundary``) and during the slot whose
+        kernel it overlaps: the slot before the boundary (a kernel of an interior, before
+        the next gadget; or a gadget's own kernel, which does not write the tensor), or the
+        slot after it (a kernel of an interior, after the gadget; or the last kernel, which
+        reads the tensor, if at all, from ``a``'s pool: ``b`` then only adds slower ones)."""
         tr = tensor.slots.transitions[i]
         a, b = self.states[pair.before], self.states[pair.after]
         moves = move_sources(self.system, tensor.nbytes, a, b, asynchronous=True)
         seconds = self.time * sum(m[2] for m in moves)
-        evict = tensor.slots.slots[i + 1].gadget is False
-        interior = tensor.slots.slots[i + 1] if evict else tensor.slots.slots[i]
+        used_after = (tensor.slots.tensor, tr.kernel) in self.at_kernel
         for j in tr.async_kernels:
-            if not self._async_pays(a, b, j, seconds, pair.cost, evict=evict):
+            after = j >= tr.kernel
+            if after and used_after and (a.usable != b.usable or not a.pools <= b.pools):
+                # the last kernel reads the tensor: from ``a``'s pool, which ``b`` keeps
+                continue
+            if not self._async_pays(a, b, j, seconds, pair.cost, evict=after):
                 self.dominated_async += 1
                 continue
             var = self.lp.add_var(ub=1.0, binary=True)
@@ -438,8 +444,9 @@ class _Builder:
             for source, target, copy_seconds in moves:
                 self.async_load[j].setdefault(int(self.channels[source, target]), []).append(
                     (var, self.time * copy_seconds))
-            boundary.append((var, a.pools if evict else b.pools))
-            self._async_occupancy(var, a, b, j, tensor.size, evict, interior)
+            boundary.append((var, a.pools if after else b.pools))
+            overlapped = tensor.slots.slots[i + 1] if after else tensor.slots.slots[i]
+            self._async_occupancy(var, a, b, j, tensor.size, after, overlapped)
 
     def _kernel_ceilings(self) -> np.ndarray:
         """Per kernel, the most its compute can take (objective units): every tensor in its
@@ -497,17 +504,19 @@ class _Builder:
                     delta[lo].append((var, sign * size))
                     delta[hi + 1].append((var, -sign * size))
 
-    def _async_occupancy(self, var: int, a: State, b: State, j: int, size: float, evict: bool,
-                         interior: Slot) -> None:
-        """Correct the interior's occupancy (counted in the state after) for a move during ``j``."""
-        if evict:  # before j the tensor is still in ``a``; at j in both
-            self._occupy(2 * interior.first + 1, 2 * j, size, [(var, a.pools)])
-            self._occupy(2 * interior.first + 1, 2 * j, size, [(var, b.pools)], -1.0)
+    def _async_occupancy(self, var: int, a: State, b: State, j: int, size: float, after: bool,
+                         slot: Slot) -> None:
+        """Correct the occupancy of the ``slot`` whose kernel ``j`` a move overlaps: the slot
+        after the boundary (``after``, counted in ``b``), or the one before it (counted in
+        ``a``), for a move during ``j``."""
+        if after:  # before j the tensor is still in ``a``; at j in both
+            self._occupy(2 * slot.first + 1, 2 * j, size, [(var, a.pools)])
+            self._occupy(2 * slot.first + 1, 2 * j, size, [(var, b.pools)], -1.0)
             self._occupy(2 * j + 1, 2 * j + 1, size, [(var, a.pools - b.pools)])
-        else:  # the interior is in ``a``; from j the copy in ``b`` exists, after j only ``b``
+        else:  # the slot is in ``a``; from j the copy in ``b`` exists, after j only ``b``
             self._occupy(2 * j + 1, 2 * j + 1, size, [(var, b.pools - a.pools)])
-            self._occupy(2 * j + 2, 2 * interior.last + 1, size, [(var, b.pools)])
-            self._occupy(2 * j + 2, 2 * interior.last + 1, size, [(var, a.pools)], -1.0)
+            self._occupy(2 * j + 2, 2 * slot.last + 1, size, [(var, b.pools)])
+            self._occupy(2 * j + 2, 2 * slot.last + 1, size, [(var, a.pools)], -1.0)
 
     # -- kernel times ---------------------------------------------------------
 

@@ -11,10 +11,13 @@ last kernel, where the next step begins) and one for the kernels strictly betwee
 two gadgets, or after the last one until the tensor dies (its *interior*). Between
 consecutive slots lies a *transition*: a synchronous move happens at the boundary
 before the second slot's first kernel; in the asynchronous formulation a move may
-instead overlap an interior kernel: an eviction one of the first half of the
+instead overlap a kernel that does not write the tensor: the gadget's own kernel
+(one that only reads it, or kernel 0 for a tensor that exists before the step and is
+not used there), an interior kernel (an eviction one of the first half of the
 interior within the window after the gadget, a prefetch one of the second half
-within the window before the next gadget (the halves keep the eviction before the
-prefetch).
+within the window before the next gadget: the halves keep the eviction before the
+prefetch), or the last kernel (a copy readying the next step; when that kernel
+reads the tensor, only a copy into a slower pool than the one it reads).
 """
 
 from __future__ import annotations
@@ -130,7 +133,9 @@ class Transition:
     kernel: int
     """A synchronous move happens at the boundary just before this kernel."""
     async_kernels: tuple[int, ...]
-    """Kernels an asynchronous move may overlap instead (empty unless asynchronous)."""
+    """Kernels an asynchronous move may overlap instead (empty unless asynchronous): those
+    before :attr:`kernel` lie in the slot before the transition (its gadget's own kernel, or
+    an interior's), the others in the slot after it (an interior, or the last kernel)."""
 
 
 @attrs.frozen(slots=True)
@@ -191,17 +196,25 @@ def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool, window: int,
         for i, g in enumerate(gadgets):
             slots.append(Slot(g, g, True, written.get(g, False) if i else starts_in_one,
                               g in only_boundary))
+            # a copy may overlap the gadget's own kernel unless it writes the tensor (its
+            # producer does)
+            during = (g,) if asynchronous and not written.get(g, False) else ()
             nxt = gadgets[i + 1] if i + 1 < len(gadgets) else None
             end = nxt - 1 if nxt is not None else last
             if end > g:  # an interior: evict after g, maybe fetch before nxt
                 half = (g + 1 + end) // 2 if nxt is not None else end
                 evict = range(g + 1, min(g + window, half) + 1) if asynchronous else ()
-                transitions.append(Transition(g + 1, tuple(evict)))
+                transitions.append(Transition(g + 1, (*during, *evict)))
                 slots.append(Slot(g + 1, end, False, False))
                 if nxt is not None:
                     fetch = range(max(nxt - window, half + 1), end + 1) if asynchronous else ()
                     transitions.append(Transition(nxt, tuple(fetch)))
             elif nxt is not None:
-                transitions.append(Transition(nxt, ()))
+                transitions.append(Transition(nxt, during))
+            if asynchronous and nxt == last and cyclic and not written.get(nxt, False):
+                # a copy overlapping the last kernel readies the next step (when that kernel
+                # reads the tensor, only one adding a slower pool than the one it reads)
+                tr = transitions[-1]
+                transitions[-1] = Transition(tr.kernel, (*tr.async_kernels, nxt))
         out.append(TensorSlots(t, tuple(slots), tuple(transitions), cyclic))
     return out

@@ -31,7 +31,7 @@ class ColumnKind(enum.IntEnum):
     """Whether a tensor is in one state during one slot (binary)."""
     EDGE = 1
     """Whether a tensor crosses a transition from one state to another (synchronously, or
-    overlapping one interior kernel)."""
+    overlapping one kernel that does not write the tensor)."""
     TIME = 2
     """The time charged to one kernel (continuous)."""
     OCCUPANCY = 3
@@ -78,7 +78,7 @@ class Columns:
     from_state: np.ndarray = attrs.field(converter=_int_array)
     """Edges: the state before; else -1."""
     asynchronous: np.ndarray = attrs.field(converter=lambda v: np.asarray(v, dtype=bool))
-    """Whether it is an edge overlapping an interior kernel."""
+    """Whether it is an edge overlapping a kernel."""
 
 
 SLOT, EDGE, TIME, OCCUPANCY, CONFIG, RERUN = (int(kind) for kind in ColumnKind)

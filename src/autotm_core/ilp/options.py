@@ -25,7 +25,7 @@ class Formulation(enum.Enum):
     SYNCHRONOUS = "synchronous"
     """Tensors move between kernels (blocking copies): evicted after a use, fetched before one."""
     ASYNCHRONOUS = "asynchronous"
-    """As synchronous; a move may also overlap a nearby kernel that does not touch the tensor."""
+    """As synchronous; a move may also overlap a nearby kernel that does not write the tensor."""
 
     @classmethod
     def parse(cls, value: Formulation | str) -> Formulation:

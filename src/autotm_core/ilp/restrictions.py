@@ -13,6 +13,7 @@ import attrs
 import numpy as np
 
 from autotm_core.costs.model import KernelCosts
+from autotm_core.ilp.gadgets import tensor_slots
 from autotm_core.ilp.options import (
     Formulation,
     FormulationOptions,
@@ -79,10 +80,34 @@ def model_restrictions(graph: Graph, system: MemorySystem, *, costs: KernelCosts
         out.append("a tensor moves only right after a use (or its birth) or right before one; "
                    f"with {why}, a move at another kernel boundary can pay")
     if options.formulation is Formulation.ASYNCHRONOUS:
-        out.append("an asynchronous copy overlaps only a kernel that does not use the tensor "
-                   f"(the rules allow one that only reads it), within {options.async_window} "
-                   "kernels of a use")
+        out += _async_restrictions(graph, options)
     return tuple(out)
+
+
+def _async_restrictions(graph: Graph, options: FormulationOptions) -> list[str]:
+    """How the asynchronous model narrows the kernels a copy may overlap (the rules allow
+    any kernel of the tensor's life that does not write it): the window and halves of the
+    gaps between gadgets (:func:`~autotm_core.ilp.gadgets.tensor_slots`), and a copy into a
+    faster pool during a last kernel that reads the tensor."""
+    out = []
+    window = options.async_window
+    slots = tensor_slots(graph, static=False, asynchronous=True, window=window)
+    gaps = [(s.last - s.first + 1, i + 1 < len(ts.slots)) for ts in slots
+            for i, s in enumerate(ts.slots) if not s.gadget]
+    if any(n > window or (followed and n > 1) for n, followed in gaps):
+        out.append("between two uses of a tensor (or its birth, or the step's ends) an "
+                   "asynchronous eviction overlaps a kernel of the first half of the gap and a "
+                   f"fetch one of the second half, each within {window} kernels of the use: "
+                   "a copy overlapping another kernel of the gap is not found")
+    live, last = graph.liveness, len(graph.kernels) - 1
+    entries = range(int(live.kernel_ptr[last]), int(live.kernel_ptr[last + 1])) \
+        if last >= 0 else range(0)
+    if any(ts.cyclic and not live.kernel_writes[e] and int(live.kernel_tensors[e]) == ts.tensor
+           for ts in slots for e in entries):
+        out.append("a copy overlapping the last kernel into a faster pool than the one it "
+                   "reads a tensor from, readying the next step (the tensor exists before the "
+                   "step and survives it), is not found")
+    return out
 
 
 def _slower_copy_can_be_faster(costs: KernelCosts) -> bool:
