@@ -75,7 +75,7 @@ def test_a_passed_deadline_returns_the_start(retimed) -> None:  # type: ignore[n
 def test_the_trail_keeps_the_newest_incumbents() -> None:
     # mlp's synchronous plan (gpu-h200, 4:1): windows of 2 kernels improve it twice
     problem = load_problem("example:mlp", "gpu-h200", limit="4:1")
-    synchronous = plan(problem, "synchronous", PlanSettings(addresses=False))
+    synchronous = plan(problem, "synchronous", PlanSettings(addresses=False, recompute=False))
     index = build_program(problem.graph, problem.costs, problem.limited_system,
                           options=FormulationOptions(formulation=Formulation.ASYNCHRONOUS))
     start = warm_start_from_plan(index, synchronous.plan, problem.graph, problem.limited_system)
