@@ -152,3 +152,23 @@ def test_no_richer_stage_starts_without_the_time_to_build_its_model() -> None:
     assert not [p for p in outcome.phases if p.name.startswith("synchronous")]
     unlimited = plan(problem, "synchronous")  # no limit: every stage runs
     assert not unlimited.note or "too little" not in unlimited.note
+
+
+def test_a_solver_optimal_is_not_taken_on_its_word() -> None:
+    # HiGHS 1.16 once returned a warm start's values while reporting a 2.5% better objective
+    from autotm_core.planning.ilp import _stats
+    from autotm_core.solvers.base import SolutionStatus, SolveResult, TerminationCondition
+
+    said = SolveResult(solver_name="highs", solver_version="1.16.0",
+                       termination=TerminationCondition.GAP_REACHED,
+                       status=SolutionStatus.OPTIMAL, objective=942.96, best_bound=940.0)
+
+    def stats(step: float):  # type: ignore[no-untyped-def]
+        return _stats(said, objective=942.96, build_seconds=0.0, warm_started=True,
+                      bound=940.0, step_seconds=step, restrictions=(), interrupted=False,
+                      relative_gap=0.01)
+
+    assert stats(942.96).proven_optimal
+    wrong = stats(966.75)  # the plan the values decode to
+    assert not wrong.optimal_in_model and not wrong.proven_optimal
+    assert wrong.gap is not None and wrong.gap > 0.02
