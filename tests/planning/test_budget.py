@@ -172,3 +172,14 @@ def test_a_solver_optimal_is_not_taken_on_its_word() -> None:
     wrong = stats(966.75)  # the plan the values decode to
     assert not wrong.optimal_in_model and not wrong.proven_optimal
     assert wrong.gap is not None and wrong.gap > 0.02
+
+
+@pytest.mark.highs
+def test_without_a_time_limit_a_recomputing_stage_still_stops() -> None:
+    # example:cnn 1:1: its synchronous recomputing model took 5-12 s here
+    strategy = attrs.evolve(DEFAULT_STRATEGY, untimed_recompute_seconds=1.0)
+    problem = load_problem("example:cnn", "gpu-h200", limit="1:1")
+    outcome = plan(problem, "synchronous", PlanSettings(addresses=False, strategy=strategy))
+    spent = sum(p.seconds for p in outcome.phases
+                if p.name.startswith("synchronous, recomputing"))
+    assert 0 < spent <= 1.0 + strategy.grace_seconds(1.0) + 0.5

@@ -321,6 +321,10 @@ class _Stage:
         budget = chain.budget.part(
             strategy.stage_weight(self.formulation, recompute=self.recompute) / later,
             stage=self.stage)
+        if self.recompute and budget.deadline is None:
+            seconds = strategy.untimed_recompute_seconds
+            budget = attrs.evolve(budget, deadline=time.perf_counter() + seconds,
+                                  grace_seconds=strategy.grace_seconds(seconds))
         if self.recompute and not _recomputing_can_pay(chain, self.formulation):
             return  # its share passes on
         if chain.report is not None and not _time_for(chain, self.formulation):

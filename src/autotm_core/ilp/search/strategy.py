@@ -36,6 +36,12 @@ class Strategy:
     recompute_factor: float = attrs.field(default=1.0, validator=_positive)
     """With recomputation, each formulation's stage that may recompute, after its stage that
     keeps and moves only, weighs this many times that one (see :attr:`static_weight`)."""
+    untimed_recompute_seconds: float = attrs.field(default=60.0, validator=_positive)
+    """Without a time limit, a recomputing stage still stops after this long: its model's
+    bound is weak, so its solve may not close the gap for a long time (zoo:resnet50:batch=64
+    optane-2019 4:1, static: 230 s of a 300 s limit without closing it or finding a rerun,
+    where keeping and moving reached the gap in seconds); the keeping-and-moving stages run
+    to the gap as before."""
     rerun_options_per_kernel: float = attrs.field(default=2.0, validator=_positive)
     """A recomputing model's rerun chains reach as deep as they may (up to
     :attr:`~autotm_core.ilp.options.FormulationOptions.recompute_depth`) while their options
