@@ -67,7 +67,7 @@ def test_no_optimum_beats_the_bound(seed: int) -> None:
                                        found=optima(seed) if seed < 100 else None)
 
 
-@pytest.mark.parametrize("seed", _points([*RECOMPUTE, 0, 1, 2, 3, 4, 5, 115], RECOMPUTE))
+@pytest.mark.parametrize("seed", _points([*RECOMPUTE, 1, 2, 3, 4, 5, 115], RECOMPUTE))
 def test_no_optimum_with_reruns_beats_the_recomputing_bound(seed: int) -> None:
     case = random_recompute_case(seed)
     _assert_no_optimum_beats_the_bound(case, resolve_costs(case.graph, case.system),
