@@ -177,6 +177,15 @@ class _Chain:
                 break  # the shallowest that has options is over: it is still offered
         return chosen
 
+    @functools.cached_property
+    def least_seconds(self) -> float:
+        """The step with every kernel at its least time: no plan, recomputing or not, is
+        faster (the physical bound's compute term, without its traffic LP)."""
+        from autotm_core.planning.bound_rates import least_seconds
+
+        problem = self.problem
+        return float(least_seconds(problem.costs, problem.graph.liveness).sum())
+
     @property
     def recomputes(self) -> bool:
         """Whether the chain has recomputing stages (see :attr:`recompute_depth`)."""
@@ -351,7 +360,6 @@ class _Stage:
         if report.interrupted:  # Ctrl-C: stop the chain, keep the best verified plan
             chain.interrupted = chain.stopped = True
 
-
     def _no_plan(self, chain: _Chain, exc: CapacityError | NoPlanFoundError) -> None:
         """After the stage gave no plan: the chain goes on to its recomputing stage (which may
         fit where keeping and moving cannot), or stops with the best plan held; before any
@@ -376,13 +384,10 @@ def _recomputing_can_pay(chain: _Chain, formulation: Formulation) -> bool:
     than the relative gap: no plan, recomputing or not, takes less than every kernel at its
     least time (the physical bound's compute term; its traffic term is an LP that took 26 s
     on zoo:inception_v4:batch=64, too long to ask inside a time limit)."""
-    from autotm_core.planning.bound_rates import least_seconds
-
     best = chain.pool.best(formulation)
     if best is None:
         return True
-    problem = chain.problem
-    compute = float(least_seconds(problem.costs, problem.graph.liveness).sum())
+    compute = chain.least_seconds
     if best.step_seconds > compute * (1 + chain.settings.relative_gap):
         return True
     logger.info("the %s recomputing model is not solved: the %s plan held (%.6g s) is within "

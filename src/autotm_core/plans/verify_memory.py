@@ -89,7 +89,7 @@ def half_step_spans(arrays: PlanArrays, rows: IntArray,
     return start, end
 
 
-def _rerun_boundary_nbytes(
+def _rerun_boundary_use(
     graph: Graph, arrays: PlanArrays, restored: IntArray,
 ) -> tuple[IntArray, dict[int, list[tuple[int, list[tuple[str, int]]]]]]:
     """Per half step, the bytes reruns hold in the fastest pool beside the residencies they
@@ -152,7 +152,7 @@ class _Memory:
         self.workspace = graph.liveness.workspace_nbytes
         self.names = [t.name for t in graph.tensors]
         self.tensor_nbytes = graph.liveness.nbytes
-        self.boundary, self.rerun_held = _rerun_boundary_nbytes(graph, arrays, restored)
+        self.boundary, self.rerun_held = _rerun_boundary_use(graph, arrays, restored)
         """Per half step: bytes the reruns there hold beside the residencies (fastest pool);
         per boundary: each rerun there and what it holds."""
 
