@@ -92,6 +92,55 @@ def test_out_of_time_keeps_what_was_planned_and_joins_the_rest_in_the_slowest_po
 
 
 @pytest.mark.highs
+@pytest.mark.parametrize("fraction", [0.3, 0.5])
+def test_out_of_time_joins_what_was_planned_to_the_held_plan(fraction):
+    """What the stretches planned before a cut, joined to greedy's plan for the rest
+    (chain:20000 at load 3 planned 2,000 of its kernels in time; in the slowest pool the
+    rest made a plan slower than greedy's, which was returned): every join verifies, keeps
+    the decisions of the slots that end before the cut, and a cut at kernel 0 is greedy's
+    plan."""
+    from autotm_core.baselines import greedy
+    from autotm_core.ilp.approximate.rolling import complete_from_held
+    from autotm_core.ilp.warm import warm_start_from_plan
+
+    graph = training_chain(8)
+    system, costs, index = setting(graph, fraction, "synchronous")
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    rolled = rolling_plan(layout, problem, solver=HIGHS, core_kernels=5, margin_kernels=3,
+                          relative_gap=0.0)
+    assert rolled is not None
+    baseline = greedy(graph, system, fast_capacity_nbytes=system.fast.capacity_nbytes)
+    held = warm_start_from_plan(index, baseline, graph, system)
+    assert held is not None
+    greedy_step = float(simulate(baseline, graph, system, costs).step_seconds)
+    joined_any = False
+    for cut in range(0, len(graph.kernels), 4):
+        joined = complete_from_held(layout, problem, rolled.values, cut, held)
+        if cut == 0:
+            assert joined is not None
+        if joined is None:
+            continue
+        joined_any = True
+        plan = decode_plan(index, joined, graph, system, planner="joined")
+        assert verify_plan(plan, graph, system) == []
+        step = float(simulate(plan, graph, system, costs).step_seconds)
+        if cut == 0:
+            assert step <= greedy_step * (1 + 1e-9)
+        # a slot that ends before the cut keeps what the stretches decided
+        ends_before = np.zeros(int(layout.slot.max()) + 2, dtype=bool)
+        first = layout.tensor_slots
+        for t in range(len(first) - 1):
+            for sl in range(int(first[t]), int(first[t + 1]) - 1):
+                nxt = (layout.kind == SLOT) & (layout.slot == sl + 1)
+                ends_before[sl] = int(layout.col_anchor[nxt].min()) <= cut
+        kept = (layout.kind == SLOT) & ends_before[np.maximum(layout.slot, 0)] \
+            & (layout.col_anchor < cut)
+        assert np.array_equal(joined[kept], np.round(rolled.values[kept]))
+    assert joined_any
+
+
+@pytest.mark.highs
 def test_a_tensor_left_in_the_slowest_pool_ends_the_step_where_it_began_by_a_copy():
     """Every tensor that exists before the step begins it in fast memory alone; planned to
     kernel 1, the rest of each stays in the slowest pool and must end the step holding fast

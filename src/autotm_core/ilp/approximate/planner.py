@@ -381,28 +381,51 @@ class Stretches:
         strategy = state.strategy
         started = time.perf_counter()
         with _solving(state):
+            # out of time, the plan so far is joined to the held plan's: the stretches leave
+            # time for that too (Strategy.completion_offers)
+            completion = strategy.completion_offers * state.pool.longest_offer_seconds
             stretched = rolling_plan(state.layout, state.problem, solver=state.solver,
                                      core_kernels=strategy.stretch_kernels,
                                      margin_kernels=strategy.margin_kernels,
                                      relative_gap=state.relative_gap,
-                                     deadline=_deadline(state, _reserve(state)),
-                                     abandon_at=_abandon_at(state))
+                                     deadline=_deadline(state, _reserve(state) + completion),
+                                     abandon_at=_abandon_at(state),
+                                     held=lambda: _held_values(state))
         state.stretch_seconds = time.perf_counter() - started
         if stretched is None:
             return
         state.termination = "stretches planned"
+        attributes: dict[str, object] = {"stretch_kernels": strategy.stretch_kernels,
+                                          "planned_kernels": stretched.planned_kernels}
+        values = stretched.values
         if stretched.planned_kernels < len(state.graph.kernels):
             state.termination = (f"stretches planned to kernel {stretched.planned_kernels:,}, "
                                  "the rest in the slowest pool (out of time)")
+            held_plan = state.pool.best(state.formulation)
+            if stretched.held_completion is not None and held_plan is not None:
+                values = stretched.held_completion  # one offer: the time is spent already
+                attributes["completed_from"] = held_plan.plan.planner
+                state.termination = (
+                    f"stretches planned to kernel {stretched.planned_kernels:,}, the rest as "
+                    f"in {held_plan.plan.planner}'s plan (out of time)")
         else:
             state.start = stretched.values
-        state.offer(stretched.values, Source(Origin.STRETCHES, state.formulation), {
-            "stretch_kernels": strategy.stretch_kernels,
-            "planned_kernels": stretched.planned_kernels})
+        state.offer(values, Source(Origin.STRETCHES, state.formulation), attributes)
         step = state.held_step()
-        state.target = (float(state.problem.cost @ stretched.values) if step is None
+        state.target = (float(state.problem.cost @ values) if step is None
                         else step / state.model.seconds_per_unit)
         state.row_duals = stretched.row_duals
+
+
+def _held_values(state: ApproximateSearch) -> np.ndarray | None:
+    """The fastest held plan's values in the model (:func:`~autotm_core.ilp.warm.
+    warm_start_from_plan`), ``None`` when nothing is held or the model cannot express it."""
+    from autotm_core.ilp.warm import warm_start_from_plan
+
+    best = state.pool.best(state.formulation)
+    if best is None:
+        return None
+    return warm_start_from_plan(state.model, best.plan, state.graph, state.system)
 
 
 @attrs.frozen

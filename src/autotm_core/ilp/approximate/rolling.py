@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
@@ -77,17 +78,23 @@ class RollingPlan:
     planned_kernels: int
     """Kernels planned by slices; the rest (when the deadline came first) have every slot
     in its least-occupancy state. Kernel-time and occupancy values are then not set."""
+    held_completion: np.ndarray | None = None
+    """When the deadline came first and a held plan was given: the kernels planned joined
+    to the held plan's decisions for the rest (:func:`complete_from_held`), else ``None``."""
 
 
 def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
                  core_kernels: int, margin_kernels: int, relative_gap: float,
                  deadline: float | None = None,
-                 abandon_at: float | None = None) -> RollingPlan | None:
+                 abandon_at: float | None = None,
+                 held: Callable[[], np.ndarray | None] | None = None) -> RollingPlan | None:
     """A feasible solution of ``problem`` (see the module docstring) by ``solver``, or ``None``.
 
     ``None`` when a slice has no solution. When ``deadline`` (a :func:`time.perf_counter`
     value) passes first, the kernels not planned yet keep every slot in its
-    least-occupancy state (:func:`_complete`; ``None`` if that cannot be joined up).
+    least-occupancy state (:func:`_complete`; ``None`` if that cannot be joined up), and
+    with ``held`` (the values of a complete plan held, computed only then) they are also
+    joined to that plan's decisions (:attr:`RollingPlan.held_completion`).
     The slices' row duals (:attr:`RollingPlan.row_duals`) come from a backend that
     gives them (:attr:`~autotm_core.solvers.SolverCapabilities.duals`); NaN otherwise.
     A solve still running at ``abandon_at`` (a :func:`time.perf_counter` value) is
@@ -106,7 +113,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
         left = _left(deadline)
         if left is not None and left <= 0:
             logger.info("rolling: out of time before stretch %d-%d of %d kernels", s, e, n)
-            return _complete(layout, values, duals, s)
+            return _out_of_time(layout, problem, values, duals, s, held)
         # a far transition of a slot decided now is left to the stretch that reaches it:
         # its edges count nothing in this slice
         values[(layout.kind == EDGE) & (layout.col_anchor >= m) & (layout.before_anchor < m)] = 0.0
@@ -121,7 +128,7 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
         left = _left(deadline)
         if left is not None and left <= 0:
             logger.info("rolling: out of time in stretch %d-%d of %d kernels", s, e, n)
-            return _complete(layout, values, duals, s)
+            return _out_of_time(layout, problem, values, duals, s, held)
         if i == 0:
             logger.info("rolling: stretch %d-%d has no solution", s, e)
             return None
@@ -318,6 +325,21 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
 
+def _out_of_time(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray,
+                 duals: np.ndarray, s: int,
+                 held: Callable[[], np.ndarray | None] | None) -> RollingPlan | None:
+    """The plan before kernel ``s`` completed in the least-occupancy states and, with
+    ``held``, from the held plan too; ``None`` when neither joins up."""
+    least = _complete(layout, values, duals, s)
+    held_values = None if held is None else held()
+    joined = (None if held_values is None else
+              complete_from_held(layout, problem, values, s, held_values))
+    if least is None:
+        return None if joined is None else RollingPlan(values=joined, row_duals=duals,
+                                                       planned_kernels=s)
+    return attrs.evolve(least, held_completion=joined)
+
+
 def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
               s: int) -> RollingPlan | None:
     """The decisions before kernel ``s``, every later slot in its least-occupancy state
@@ -329,27 +351,182 @@ def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
     capacity rows hold them), so the verifier should accept the plan; callers check
     it all the same.
     """
-    anchor, kind = layout.col_anchor, layout.kind
-    later = anchor >= s
-    slots = (kind == SLOT)
-    out = np.where(slots & later, layout.least, np.round(values))
-    chosen = np.full(int(layout.slot.max()) + 1 if layout.slot.size else 0, -1, dtype=np.int64)
-    held = slots & (out > 0.5)
-    chosen[layout.slot[held]] = layout.state[held]
-    if not _end_where_begun(layout, out, chosen, later):
-        logger.info("rolling: a tensor cannot end the step where it began it (kernel %d on)", s)
+    later = layout.col_anchor >= s
+    out, _ = _joined(layout, np.where((layout.kind == SLOT) & later, layout.least,
+                                      np.round(values)), later)
+    if out is None:
+        logger.info("rolling: the plan before kernel %d cannot be joined to the rest", s)
         return None
+    return RollingPlan(values=out, row_duals=duals, planned_kernels=s)
+
+
+def complete_from_held(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, s: int,
+                       held: np.ndarray) -> np.ndarray | None:
+    """A complete plan joining the decisions before kernel ``s`` (``values``, a partial
+    stretch plan) to a held complete plan (``held``, its values in the same model).
+
+    Every slot anchored at ``s`` or later takes the state ``held`` gives it (its
+    least-occupancy one where the reductions closed that state). A slot decided before
+    ``s`` that still holds a bounded pool at ``s`` takes, of its decided state and the
+    held plan's, the one whose pools the other holds too (else its least state): from
+    ``s`` on no tensor then holds a pool the held plan does not, so the held plan's room
+    is there, and before ``s`` no slot holds more than the stretches decided. Each
+    transition into those slots takes the synchronous edge joining its slots (a slot no
+    open edge joins in its held state takes its least one), every last slot with
+    steady-state rows the least state holding its first slot's pools; where that still
+    overflows a pool (the step's end, where tensors return to the pools the stretches
+    chose for them), slots from the held plan holding it there take their least states
+    (:func:`_overflowing`). A heuristic, not an optimum: what the stretches could not plan
+    in time takes the held plan's decisions rather than the slowest pool (chain:20000 at
+    load 3: stretches to kernel 2,000 of 20,000, and the least completion was slower than
+    greedy's plan). ``None`` when it does not join up within the rows.
+    """
+    slots = layout.kind == SLOT
+    slot_of = np.maximum(layout.slot, 0)
+    n_slots = int(layout.slot.max()) + 1 if layout.slot.size else 0
+    prefix = np.round(values)
+    open_held = slots & layout.open_state & (np.asarray(held) > 0.5)
+    spans = [_slot_spans(layout, q) for q in range(len(layout.pool_rows))]
+    # slots decided before s still holding a bounded pool at s (the boundary before it)
+    crossing = np.zeros(n_slots, dtype=bool)
+    for _, leaves, size in spans:
+        at = slots & (layout.col_anchor < s) & (prefix > 0.5) & (size > 0) & (leaves >= 2 * s)
+        crossing[layout.slot[at]] = True
+    decided = np.full(n_slots, -1, dtype=np.int64)
+    decided[layout.slot[slots & (prefix > 0.5)]] = layout.state[slots & (prefix > 0.5)]
+    theirs = np.full(n_slots, -1, dtype=np.int64)
+    theirs[layout.slot[open_held]] = layout.state[open_held]
+    least = np.full(n_slots, -1, dtype=np.int64)
+    least[layout.slot[slots & (layout.least > 0.5)]] = layout.state[slots & (layout.least > 0.5)]
+    known = (decided >= 0) & (theirs >= 0)
+    ours_within = known & layout.covers[np.maximum(decided, 0), np.maximum(theirs, 0)]
+    theirs_within = known & layout.covers[np.maximum(theirs, 0), np.maximum(decided, 0)]
+    slot_first = np.zeros(n_slots, dtype=np.int64)
+    slot_first[layout.slot[slots]] = layout.col_anchor[slots]
+    wanted = np.where(slot_first >= s, theirs, decided)
+    wanted[crossing] = np.where(ours_within, decided,
+                                np.where(theirs_within, theirs, least))[crossing]
+    wanted[wanted < 0] = least[wanted < 0]
+    rejoin = (layout.col_anchor >= s) | (
+        ((layout.kind == EDGE) | layout.last_slot) & crossing[slot_of])
+    for _ in range(_REPAIR_ROUNDS):
+        chosen = np.where(slots, (layout.state == wanted[slot_of]).astype(np.float64), prefix)
+        out, unjoined = _joined(layout, chosen, rejoin)
+        if out is None:
+            if not (wanted[unjoined] != least[unjoined]).any():
+                return None
+            wanted[unjoined] = least[unjoined]  # no open edge reaches the state wanted
+            continue
+        from_held = slots & (layout.col_anchor >= s) & (wanted[slot_of] != least[slot_of])
+        over = _overflowing(layout, problem, out, from_held, spans)
+        if over is None:
+            return out if _fits(layout, problem, out) else None
+        if not over.size:
+            return None
+        wanted[layout.slot[over]] = least[layout.slot[over]]  # these free the pool there
+    return None
+
+
+def _slot_spans(layout: ModelLayout, q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column, for bounded pool ``q`` (its :attr:`~ModelLayout.pool_rows` order): the
+    position of the half step where its bytes enter the pool, where they leave it (the
+    number of half steps when never), and how many they are (0: none)."""
+    rows = layout.rows[layout.pool_rows[q]].tocoo()
+    n_cols, n_half = layout.kind.size, layout.pool_rows[q].size
+    enters = np.full(n_cols, n_half, dtype=np.int64)
+    leaves = np.full(n_cols, n_half, dtype=np.int64)
+    size = np.zeros(n_cols)
+    entering = rows.data < 0  # the row of half step h: O[h] - O[h-1] - (what enters) ...
+    np.minimum.at(enters, rows.col[entering], rows.row[entering])
+    size[rows.col[entering]] = -rows.data[entering]
+    np.minimum.at(leaves, rows.col[~entering], rows.row[~entering])
+    return enters, leaves, size
+
+
+def _overflowing(layout: ModelLayout, problem: MatrixProblem, out: np.ndarray,
+                 from_held: np.ndarray,
+                 spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray | None:
+    """``None`` when ``out`` keeps every bounded pool within its capacity; else the slot
+    columns taken from the held plan (``from_held``) to put in their least states so that
+    no half step overflows, as far as their own bytes tell: half step by half step, those
+    holding the pool there, the largest first, until their bytes cover the excess (an empty
+    array when none holds it where a pool overflows)."""
+    decisions = np.where(_follows(layout), 0.0, out)
+    upper = np.asarray(problem.col_upper)
+    taken: list[np.ndarray] = []
+    overflows = False
+    for (rows, occupancy), (enters, leaves, size) in zip(
+            zip(layout.pool_rows, layout.pool_vars, strict=True), spans, strict=True):
+        excess = np.cumsum(-(layout.rows[rows] @ decisions)) - upper[occupancy]
+        free = from_held & (out > 0.5) & (size > 0)
+        h = 0
+        while True:
+            over = np.flatnonzero(excess[h:] > 1e-6)
+            if not over.size:
+                break
+            overflows = True
+            h += int(over[0])
+            holding = np.flatnonzero(free & (enters <= h) & (leaves > h))
+            if not holding.size:
+                return np.zeros(0, dtype=np.int64)
+            holding = holding[np.argsort(-size[holding], kind="stable")]
+            picked = holding[:int(np.searchsorted(np.cumsum(size[holding]),
+                                                  excess[h] - 1e-6)) + 1]
+            for j in picked.tolist():
+                excess[enters[j]:leaves[j]] -= size[j]
+            free[picked] = False
+            taken.append(picked)
+    return np.concatenate(taken) if overflows else None
+
+
+_REPAIR_ROUNDS = 32
+""":func:`complete_from_held` puts a slot no open edge joins in the state wanted, or one
+from the held plan holding a pool where it overflows, in its least state instead, and
+tries again, at most this many times (each round can break the join into the tensor's
+next slot)."""
+
+
+def _fits(layout: ModelLayout, problem: MatrixProblem, out: np.ndarray) -> bool:
+    """Whether the decisions in ``out`` keep every capacity row (each occupancy, the running
+    sum of its half step's changes, within its bounds) and every steady-state row; the
+    flow rows hold by construction and the kernel times follow."""
+    tolerance = 1e-6
+    decisions = np.where(_follows(layout), 0.0, out)
+    lower, upper = np.asarray(problem.col_lower), np.asarray(problem.col_upper)
+    for rows, occupancy in zip(layout.pool_rows, layout.pool_vars, strict=True):
+        held = np.cumsum(-(layout.rows[rows] @ decisions))
+        if ((held > upper[occupancy] + tolerance).any()
+                or (held < lower[occupancy] - tolerance).any()):
+            return False
+    cyclic = np.flatnonzero(layout.cyclic_row)
+    activity = layout.rows[cyclic] @ decisions
+    return bool(((activity >= np.asarray(problem.row_lower)[cyclic] - tolerance)
+                 & (activity <= np.asarray(problem.row_upper)[cyclic] + tolerance)).all())
+
+
+def _joined(layout: ModelLayout, out: np.ndarray,
+            later: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """``out`` (every slot's state decided) with every ``later`` last slot with steady-state
+    rows in the least state holding its first slot's pools and every ``later`` transition
+    on the synchronous edge joining its slots, and the slots no open edge joins to the slot
+    before (then ``None``, or when a last slot has no such state)."""
+    kind = layout.kind
+    out = out.copy()
+    chosen = np.full(int(layout.slot.max()) + 1 if layout.slot.size else 0, -1, dtype=np.int64)
+    held = (kind == SLOT) & (out > 0.5)
+    chosen[layout.slot[held]] = layout.state[held]
+    none = np.zeros(0, dtype=np.int64)
+    if not _end_where_begun(layout, out, chosen, later):
+        logger.info("rolling: a tensor cannot end the step where it began it")
+        return None, none
     edges = (kind == EDGE) & later
     out[edges] = 0.0
     sync = np.flatnonzero(edges & ~layout.asynchronous & layout.open_state)
     joins = sync[(chosen[layout.slot[sync] - 1] == layout.from_state[sync])
                  & (chosen[layout.slot[sync]] == layout.state[sync])]
     out[joins] = 1.0
-    needed = np.unique(layout.slot[np.flatnonzero(edges)])
-    if np.setdiff1d(needed, layout.slot[joins]).size:
-        logger.info("rolling: the plan before kernel %d cannot be joined to the rest", s)
-        return None
-    return RollingPlan(values=out, row_duals=duals, planned_kernels=s)
+    unjoined = np.setdiff1d(np.unique(layout.slot[np.flatnonzero(edges)]), layout.slot[joins])
+    return (None if unjoined.size else out), unjoined
 
 
 def _hold_last_slots(layout: ModelLayout, values: np.ndarray, m: int) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import time
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -164,6 +165,9 @@ class IncumbentPool:
     """Told of every faster plan that passes."""
     recompute: bool = False
     """Whether plans may recompute (have reruns); one that does is not held otherwise."""
+    longest_offer_seconds: float = 0.0
+    """The longest an offer has taken (verify, simulate, the test): what the search
+    expects a plan's checks to cost."""
     _held: tuple[Held, ...] = ()
 
     def offer(self, plan: Plan, source: Source, *,
@@ -177,18 +181,23 @@ class IncumbentPool:
             logger.info("plan of %s not held: it recomputes, and recomputation is off",
                         source.describe())
             return None
-        tested = self.test(plan) if self.test is not None else plan
-        candidate = plan if tested is None else tested
-        problems = verify_plan(candidate, self.graph, self.system)
-        if problems:
-            logger.info("plan of %s not held: %s", source.describe(), problems[0])
-            return None
-        if simulation is None:
-            try:
-                simulation = simulate(candidate, self.graph, self.system, self.costs)
-            except PlanError as exc:  # a configuration its cost table lacks
-                logger.info("plan of %s not held: %s", source.describe(), exc.message)
+        started = time.perf_counter()
+        try:
+            tested = self.test(plan) if self.test is not None else plan
+            candidate = plan if tested is None else tested
+            problems = verify_plan(candidate, self.graph, self.system)
+            if problems:
+                logger.info("plan of %s not held: %s", source.describe(), problems[0])
                 return None
+            if simulation is None:
+                try:
+                    simulation = simulate(candidate, self.graph, self.system, self.costs)
+                except PlanError as exc:  # a configuration its cost table lacks
+                    logger.info("plan of %s not held: %s", source.describe(), exc.message)
+                    return None
+        finally:
+            self.longest_offer_seconds = max(self.longest_offer_seconds,
+                                             time.perf_counter() - started)
         held = Held(plan=candidate, simulation=simulation, source=source,
                     passes=tested is not None)
         before = self.best()
