@@ -273,3 +273,15 @@ def test_numbers_too_large_for_the_arrays_are_refused(huge: int) -> None:
     one_problem_with(replace_residency(plan, "c", "fast", offset=huge), "]: offset is")
     moves = [attrs.evolve(plan.moves[0], kernel=huge), *plan.moves[1:]]
     one_problem_with(attrs.evolve(plan, moves=moves), "moves[0]: kernel")
+
+
+@pytest.mark.parametrize("odd", [1.5, 2.0, False, "1"])
+def test_numbers_that_are_not_integers_are_refused_not_rounded(odd: object) -> None:
+    """A plan made in Python may hold any value where a kernel or an offset goes; the
+    arrays used to take 1.5 as 1, False as 0 and "1" as 1 without a word (and a move's
+    kernel "1" raised a TypeError)."""
+    plan = tiny_plan(offsets=True)
+    one_problem_with(replace_residency(plan, "b", "fast", first=odd), "]: first is",
+                     "whole number")
+    moves = [attrs.evolve(plan.moves[0], kernel=odd), *plan.moves[1:]]
+    one_problem_with(attrs.evolve(plan, moves=moves), "moves[0]: kernel")

@@ -113,9 +113,19 @@ def _layer_ids(graph: Graph, backward: int) -> list[int]:
     out = []
     for k, kernel in enumerate(graph.kernels):
         name = layer_of(kernel.module) if k < backward else ""
-        numbered = name.rpartition(".")[2].isdigit()
-        out.append(ids.setdefault(name, len(ids)) if numbered else -1)
+        out.append(ids.setdefault(name, len(ids)) if _numbered(name) else -1)
     return out
+
+
+def _numbered(layer: str) -> bool:
+    """Whether ``layer`` is a block of a layer list (its name ends in a number)."""
+    return layer.rpartition(".")[2].isdigit()
+
+
+def has_layers(graph: Graph) -> bool:
+    """Whether some kernel of ``graph`` runs in a block of a layer list: without one the
+    baseline checkpoints nothing."""
+    return any(_numbered(layer_of(kernel.module)) for kernel in graph.kernels)
 
 
 def _candidates(s: Setting, saved: SavedActivations, layer: list[int]) -> dict[int, list[int]]:

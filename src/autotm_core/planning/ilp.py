@@ -274,8 +274,8 @@ class _HeldPlans:
             offload_activations,
             recompute_only,
         )
+        from autotm_core.baselines.checkpoint_layers import has_layers
         from autotm_core.errors import AutotmError
-        from autotm_core.ir import layer_of
 
         problem = chain.problem
         for warm in chain.warm_starts:
@@ -283,7 +283,7 @@ class _HeldPlans:
         baselines: list[tuple[str, Callable[..., Plan]]] = [("first-touch", first_touch)]
         if chain.formulation is not Formulation.STATIC:
             baselines.append(("greedy", greedy))
-        if chain.settings.recompute and any(layer_of(k.module) for k in problem.graph.kernels):
+        if chain.settings.recompute and has_layers(problem.graph):
             # without layers it reruns nothing (4.5 s for a first-touch-like plan on
             # example:chain-20000, a 60 s point)
             baselines.append(("checkpoint-layers", checkpoint_layers))

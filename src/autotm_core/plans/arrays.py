@@ -133,7 +133,9 @@ def encode_plan(plan: Plan, graph: Graph, system: MemorySystem) -> tuple[PlanArr
             )
     mv_k, kernel_ok = _numbers(list(map(attrgetter("kernel"), ms)),
                                lambda i: f"moves[{i}]: kernel", problems)
-    mv_u, until_ok = _numbers(list(map(attrgetter("until"), ms)),
+    # a move's default until is its kernel's successor: not computed from a kernel refused
+    mv_u, until_ok = _numbers([m.until if good else 0 for m, good in
+                               zip(ms, kernel_ok.tolist(), strict=True)],
                               lambda i: f"moves[{i}]: until", problems)
     mv_keep = np.flatnonzero((mv_t >= 0) & (mv_s >= 0) & (mv_d >= 0) & kernel_ok & until_ok)
     mv_a = np.array([m.kind is MoveKind.ASYNC for m in ms], dtype=np.bool_)
@@ -178,7 +180,11 @@ def _numbers(values: list[Any], where: Callable[[int], str],
              problems: list[str]) -> tuple[IntArray, BoolArray]:
     """``values`` as int64, and which of them are usable: whole numbers of magnitude below
     :data:`MAX_MAGNITUDE` (so that sums of two fit); a problem for each one that is not."""
-    try:  # the fast path: every value a machine integer
+    try:  # the fast path: every value an integer (not a bool, a float or a string, which
+        # np.fromiter would turn into one: 1.5 into 1, True into 1, "3" into 3)
+        if not all(issubclass(t, int | np.integer) and not issubclass(t, bool | np.bool_)
+                   for t in set(map(type, values))):
+            raise TypeError
         out = np.fromiter(values, np.int64, len(values))
         ok = (out > -MAX_MAGNITUDE) & (out < MAX_MAGNITUDE)
     except (OverflowError, TypeError, ValueError):
