@@ -19,11 +19,18 @@ from __future__ import annotations
 from fractions import Fraction
 
 import attrs
+import numpy as np
 
 from autotm_core.errors import CapacityError, MemorySystemError, UsageError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.units import fast_capacity_for_ratio, format_bytes, parse_ratio, parse_size
+from autotm_core.units import (
+    fast_capacity_for_ratio,
+    format_bytes,
+    parse_ratio,
+    parse_size,
+    round_up,
+)
 
 LIMIT_HINT = ("write a size (16GiB), a slow:fast ratio (4:1) or per-pool limits "
               "(hbm=4:1,dram=64GiB)")
@@ -196,15 +203,43 @@ def over_capacity(limit: Limit, graph: Graph, system: MemorySystem) -> list[str]
     return out
 
 
-def check_pools_hold(graph: Graph, system: MemorySystem) -> None:
+def droppable_nbytes(graph: Graph, *, page_nbytes: int = 1,
+                     among: np.ndarray | None = None) -> np.ndarray:
+    """Per kernel, the bytes a recomputing plan may hold in no pool there: each recomputable
+    tensor (:attr:`~autotm_core.ir.Graph.recompute`) live at the kernel that the kernel
+    neither reads nor writes, its size rounded up to ``page_nbytes`` (only the tensors
+    ``among`` marks, when given). More than any plan drops: a bound, not a plan."""
+    live = graph.liveness
+    n = len(graph.kernels)
+    delta = np.zeros(n + 1, dtype=np.int64)
+    present = np.zeros(n, dtype=np.int64)
+    wanted = np.asarray(graph.recompute.recomputable, dtype=bool)
+    if among is not None:
+        wanted = wanted & among
+    for t in np.flatnonzero(wanted).tolist():
+        first, last = int(live.first[t]), int(live.last[t])
+        if last < first or last < 0:
+            continue
+        size = round_up(int(live.nbytes[t]), page_nbytes)
+        delta[first] += size
+        delta[last + 1] -= size
+        np.subtract.at(present, live.users(t), size)
+    return np.cumsum(delta[:-1]) + present
+
+
+def check_pools_hold(graph: Graph, system: MemorySystem, *, recompute: bool = False) -> None:
     """Raise :class:`CapacityError` when, at some kernel, the bytes live (tensors and the
     kernel's workspace) exceed what every pool of ``system`` holds together: no plan of any
-    planner exists then. A system with an unbounded pool always holds them."""
+    planner exists then. A system with an unbounded pool always holds them. With
+    ``recompute``, a plan may hold a recomputable tensor in no pool between its uses
+    (:func:`droppable_nbytes`): those bytes are not counted."""
     capacities = [p.capacity_nbytes for p in system.pools]
     if not graph.kernels or any(c is None for c in capacities):
         return
     total = sum(int(c or 0) for c in capacities)
     live = graph.liveness.live_nbytes
+    if recompute:
+        live = live - droppable_nbytes(graph)
     k = int(live.argmax())
     need = int(live[k])
     if need <= total:
@@ -213,7 +248,9 @@ def check_pools_hold(graph: Graph, system: MemorySystem) -> None:
                        for p in system.pools)
     raise CapacityError(
         f"no plan fits: at kernel {graph.kernels[k].name!r} (#{k}) {format_bytes(need)} "
-        f"({need:,} bytes) are live (tensors and workspace), more than all the pools hold "
+        f"({need:,} bytes) are live (tensors and workspace"
+        f"{', less every recomputable activation it does not use' if recompute else ''}), "
+        "more than all the pools hold "
         f"together: {pools} = {format_bytes(total)} ({total:,} bytes), "
         f"{format_bytes(need - total)} short",
         hint=f"give the pools at least {format_bytes(need - total)} ({need - total:,} bytes) "

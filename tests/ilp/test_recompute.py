@@ -188,3 +188,29 @@ def test_no_recomputing_stage_where_nothing_can_pay_or_nothing_is_recomputable()
     # approximate planning keeps and moves a stretch at a time, holding recomputing plans
     approx = stages("example:cnn", "1:1", mode="approximate", time_limit_seconds=10)
     assert not any("recomputing" in s for s in approx)
+
+
+@pytest.mark.highs
+def test_a_step_that_fits_only_by_dropping_is_not_refused_before_the_model():
+    """Both pools bounded, 86 MiB together: keeping everything, 97 MiB are live at
+    head_back (a, 16 MiB, among them), so no plan keeps and moves; dropping a there, 81 MiB
+    are, and a recomputing plan fits. The checks before the model (the pools together, the
+    fastest pool's forced bytes) used to count a and refuse it."""
+    from autotm_core.errors import CapacityError
+    from autotm_core.ilp.infeasible import check_lower_bounds
+    from autotm_core.ilp.options import resolve_capacities
+
+    graph = layer_step()
+    system = preset("gpu-h200").with_capacity("hbm", 66 * MIB).with_capacity("host", 20 * MIB)
+    capacities = resolve_capacities(graph, system, None)
+    with pytest.raises(CapacityError, match="more than all the pools hold"):
+        check_lower_bounds(graph, system, capacities, FormulationOptions(recompute=False))
+    check_lower_bounds(graph, system, capacities, FormulationOptions(recompute=True))
+    costs = roofline_costs(graph, system)
+    options = FormulationOptions(formulation=Formulation.SYNCHRONOUS, recompute=True,
+                                 page_nbytes=1)
+    index = build_program(graph, costs, system, options=options)
+    _, values = HighsSolver().solve(to_matrix_problem(index.lp), SolverConfig(relative_gap=1e-6))
+    assert values is not None
+    plan = decode_plan(index, settled_values(index, values), graph, system, planner="test")
+    assert plan.reruns and verify_plan(plan, graph, system) == []

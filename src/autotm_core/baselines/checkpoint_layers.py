@@ -68,7 +68,7 @@ def checkpoint_layers(
     first-touch-like placement of what the reruns do not need finds no room, and
     :class:`PlanError` naming a kernel whose configuration a partial cost table refuses.
     """
-    s = setting(graph, system, fast_capacity_nbytes, costs)
+    s = setting(graph, system, fast_capacity_nbytes, costs, recompute=True)
     decided, layers = checkpoint_decisions(s)
     pools = s.fastest()
     placement = "all-fast"

@@ -66,16 +66,17 @@ class Setting:
 
 
 def setting(graph: Graph, system: MemorySystem, fast_capacity_nbytes: int | None,
-            costs: KernelCosts | None = None) -> Setting:
-    """The :class:`Setting` for a baseline; checks that the graph has kernels and that every
-    kernel's workspace fits."""
+            costs: KernelCosts | None = None, *, recompute: bool = False) -> Setting:
+    """The :class:`Setting` for a baseline; checks that the graph has kernels, that every
+    kernel's workspace fits and that the pools together hold what is live (less what a
+    baseline that recomputes, ``recompute``, may drop)."""
     if not graph.kernels:
         raise GraphError(f"graph {graph.name!r} has no kernels: there is no step to plan",
                          hint="give the graph at least one kernel")
     limited = with_fast_capacity(system, fast_capacity_nbytes)
     capacity = limited.fast.capacity_nbytes
     check_workspace_fits(graph, capacity, pool=limited.fast.name)
-    check_pools_hold(graph, limited)
+    check_pools_hold(graph, limited, recompute=recompute)
     live = graph.liveness
     fast = limited.fast.name
     pools_of = allowed_pools(graph, limited)

@@ -83,7 +83,7 @@ def recompute_only(
     costs: KernelCosts | None = None,
 ) -> Plan:
     """The plan of the cheapest recomputation found that fits (see the module docstring)."""
-    s = setting(graph, system, fast_capacity_nbytes, costs)
+    s = setting(graph, system, fast_capacity_nbytes, costs, recompute=True)
     priced = costs_of(s, costs)
     pools = s.fastest()
     decided = Recompute()

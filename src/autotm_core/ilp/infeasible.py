@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotm_core.capacity import check_pools_hold
+from autotm_core.capacity import check_pools_hold, droppable_nbytes
 from autotm_core.errors import CapacityError
 from autotm_core.ilp.gadgets import allowed_states, states_for
 from autotm_core.ilp.options import FormulationOptions
@@ -27,23 +27,29 @@ def forced_fast_nbytes(graph: Graph, system: MemorySystem,
     states = states_for(len(system.pools))
     page = options.page_nbytes
     delta = np.zeros(len(graph.kernels) + 1, dtype=np.int64)
+    fast_only = np.zeros(len(graph.tensors), dtype=bool)
     for t in range(len(graph.tensors)):
         first, last = int(live.first[t]), int(live.last[t])
         if last < first or last < 0:
             continue
         if all(states[s].pools == {0} for s in allowed_states(graph, system, options, t)):
+            fast_only[t] = True
             size = round_up(int(live.nbytes[t]), page)
             delta[first] += size
             delta[last + 1] -= size
     workspace = np.array([round_up(int(w), page) for w in live.workspace_nbytes], dtype=np.int64)
-    return np.cumsum(delta[:-1]) + workspace
+    forced = np.cumsum(delta[:-1]) + workspace
+    if options.recompute:  # between its uses such a tensor may be dropped instead
+        forced -= droppable_nbytes(graph, page_nbytes=page, among=fast_only)
+    return forced
 
 
 def check_lower_bounds(graph: Graph, system: MemorySystem, capacities: list[np.ndarray | None],
                        options: FormulationOptions) -> None:
     """Raise :class:`CapacityError` when the pools together cannot hold what is live, or the
-    fastest pool what must be there."""
-    check_pools_hold(graph, system)
+    fastest pool what must be there (with ``options.recompute``, less what a plan may drop
+    between its uses)."""
+    check_pools_hold(graph, system, recompute=options.recompute)
     cap = capacities[0]
     if cap is None or not len(graph.kernels):
         return
