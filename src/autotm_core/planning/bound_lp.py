@@ -242,9 +242,11 @@ class SplitProgram:
         bounds = np.zeros((cols.n_cols, 2))
         bounds[:, 1] = np.inf
         bounds[: 3 * cols.n_pairs, 1] = 1.0
-        # only a droppable tensor's pairs with a read ahead may be dropped; reruns are 0..1
-        bounds[cols.xr: cols.xr + cols.n_pairs, 1] = (self.droppable[self.pairs.tensor]
-                                                      & self.pairs.ahead).astype(np.float64)
+        # only a droppable tensor's pairs with a read ahead may be dropped, and not at a
+        # kernel that reads or writes it (it is then in some pool); reruns are 0..1
+        bounds[cols.xr: cols.xr + cols.n_pairs, 1] = (
+            self.droppable[self.pairs.tensor] & self.pairs.ahead & ~self._used_there()
+        ).astype(np.float64)
         bounds[cols.rerun: cols.n_cols, 1] = 1.0
         # after the last read nothing needs to come back
         bounds[cols.d + np.arange(cols.n_pairs)[~self.pairs.ahead], 1] = 0.0
@@ -252,6 +254,15 @@ class SplitProgram:
                                                                / self.unit_seconds)
         bounds[cols.after: cols.after + cols.n_splits, 0] = self.compute_after / self.unit_seconds
         return bounds
+
+    def _used_there(self) -> BoolArray:
+        """Per pair: whether its kernel reads or writes its tensor."""
+        live, p = self.liveness, self.pairs
+        n = np.int64(max(live.n_kernels, 1))
+        counts = np.diff(np.asarray(live.use_ptr, dtype=np.int64))
+        used = (np.repeat(np.arange(len(counts), dtype=np.int64), counts) * n
+                + np.asarray(live.use_kernels, dtype=np.int64))
+        return np.isin(p.tensor.astype(np.int64) * n + p.over[p.row].astype(np.int64), used)
 
     def _largest_split(self, v: FloatArray) -> int:
         """The kernel after which the largest split of the solution ``v`` falls."""

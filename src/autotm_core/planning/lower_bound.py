@@ -59,7 +59,8 @@ wrong. HiGHS's interior-point method solves it (2-20 s on the paper's networks, 
 its dual simplex took 50-320 s).
 
 With recomputation (``recompute=True``), a tensor the graph lets a plan recompute may
-also be outside by being dropped (``xr``, part of ``x``): it then crosses neither way, but
+also be outside by being dropped (``xr``, part of ``x``), but not at a kernel that reads
+or writes it (it is in some pool then): it then crosses neither way, but
 before its next read its producer reruns, which takes at least the producer's least
 time once (a producer's outputs share a rerun); the step lasts at least the whole compute
 plus those reruns. The crossing rows count only the part moved (``x - xr``), so a byte

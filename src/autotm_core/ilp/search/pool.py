@@ -10,7 +10,8 @@ them that passed the test (:meth:`IncumbentPool.best`), every one as a start
 (:meth:`IncumbentPool.starts`); the gap has one formula (:func:`gap_of`), from the
 bound each stage's solve reports. Where a plan came from is a typed :class:`Source`.
 
-Offering is atomic: an interrupt during an offer leaves the pool as it was.
+Offering is atomic: an interrupt during an offer leaves the pool's plans as they were
+(only :attr:`IncumbentPool.longest_offer_seconds`, a timing, may grow).
 """
 
 from __future__ import annotations
