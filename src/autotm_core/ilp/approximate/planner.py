@@ -382,15 +382,16 @@ class Stretches:
         started = time.perf_counter()
         with _solving(state):
             # out of time, the plan so far is joined to the held plan's: the stretches leave
-            # time for that too (Strategy.completion_offers)
-            completion = strategy.completion_offers * state.pool.longest_offer_seconds
+            # time for that too (Strategy.completion_build_share)
+            completion = strategy.completion_build_share * state.build_seconds
             stretched = rolling_plan(state.layout, state.problem, solver=state.solver,
                                      core_kernels=strategy.stretch_kernels,
                                      margin_kernels=strategy.margin_kernels,
                                      relative_gap=state.relative_gap,
                                      deadline=_deadline(state, _reserve(state) + completion),
                                      abandon_at=_abandon_at(state),
-                                     held=lambda: _held_values(state))
+                                     held=lambda: _held_values(state),
+                                     held_until=_deadline(state, completion))
         state.stretch_seconds = time.perf_counter() - started
         if stretched is None:
             return

@@ -10,8 +10,7 @@ them that passed the test (:meth:`IncumbentPool.best`), every one as a start
 (:meth:`IncumbentPool.starts`); the gap has one formula (:func:`gap_of`), from the
 bound each stage's solve reports. Where a plan came from is a typed :class:`Source`.
 
-Offering is atomic: an interrupt during an offer leaves the pool's plans as they were
-(only :attr:`IncumbentPool.longest_offer_seconds`, a timing, may grow).
+Offering is atomic: an interrupt during an offer leaves the pool as it was.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from __future__ import annotations
 import enum
 import logging
 import math
-import time
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -166,9 +164,6 @@ class IncumbentPool:
     """Told of every faster plan that passes."""
     recompute: bool = False
     """Whether plans may recompute (have reruns); one that does is not held otherwise."""
-    longest_offer_seconds: float = 0.0
-    """The longest an offer has taken (verify, simulate, the test): what the search
-    expects a plan's checks to cost."""
     _held: tuple[Held, ...] = ()
 
     def offer(self, plan: Plan, source: Source, *,
@@ -182,23 +177,18 @@ class IncumbentPool:
             logger.info("plan of %s not held: it recomputes, and recomputation is off",
                         source.describe())
             return None
-        started = time.perf_counter()
-        try:
-            tested = self.test(plan) if self.test is not None else plan
-            candidate = plan if tested is None else tested
-            problems = verify_plan(candidate, self.graph, self.system)
-            if problems:
-                logger.info("plan of %s not held: %s", source.describe(), problems[0])
+        tested = self.test(plan) if self.test is not None else plan
+        candidate = plan if tested is None else tested
+        problems = verify_plan(candidate, self.graph, self.system)
+        if problems:
+            logger.info("plan of %s not held: %s", source.describe(), problems[0])
+            return None
+        if simulation is None:
+            try:
+                simulation = simulate(candidate, self.graph, self.system, self.costs)
+            except PlanError as exc:  # a configuration its cost table lacks
+                logger.info("plan of %s not held: %s", source.describe(), exc.message)
                 return None
-            if simulation is None:
-                try:
-                    simulation = simulate(candidate, self.graph, self.system, self.costs)
-                except PlanError as exc:  # a configuration its cost table lacks
-                    logger.info("plan of %s not held: %s", source.describe(), exc.message)
-                    return None
-        finally:
-            self.longest_offer_seconds = max(self.longest_offer_seconds,
-                                             time.perf_counter() - started)
         held = Held(plan=candidate, simulation=simulation, source=source,
                     passes=tested is not None)
         before = self.best()
