@@ -24,13 +24,7 @@ import numpy as np
 from autotm_core.errors import CapacityError, MemorySystemError, UsageError
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.units import (
-    fast_capacity_for_ratio,
-    format_bytes,
-    parse_ratio,
-    parse_size,
-    round_up,
-)
+from autotm_core.units import fast_capacity_for_ratio, format_bytes, parse_ratio, parse_size
 
 LIMIT_HINT = ("write a size (16GiB), a slow:fast ratio (4:1) or per-pool limits "
               "(hbm=4:1,dram=64GiB)")
@@ -210,21 +204,19 @@ def droppable_nbytes(graph: Graph, *, page_nbytes: int = 1,
     neither reads nor writes, its size rounded up to ``page_nbytes`` (only the tensors
     ``among`` marks, when given). More than any plan drops: a bound, not a plan."""
     live = graph.liveness
-    n = len(graph.kernels)
-    delta = np.zeros(n + 1, dtype=np.int64)
-    present = np.zeros(n, dtype=np.int64)
-    wanted = np.asarray(graph.recompute.recomputable, dtype=bool)
+    first, last = live.first.astype(np.int64), live.last.astype(np.int64)
+    wanted = np.asarray(graph.recompute.recomputable, dtype=bool) & (last >= first) & (last >= 0)
     if among is not None:
-        wanted = wanted & among
-    for t in np.flatnonzero(wanted).tolist():
-        first, last = int(live.first[t]), int(live.last[t])
-        if last < first or last < 0:
-            continue
-        size = round_up(int(live.nbytes[t]), page_nbytes)
-        delta[first] += size
-        delta[last + 1] -= size
-        np.subtract.at(present, live.users(t), size)
-    return np.cumsum(delta[:-1]) + present
+        wanted &= among
+    size = -(-live.nbytes.astype(np.int64) // page_nbytes) * page_nbytes  # rounded up
+    delta = np.zeros(len(graph.kernels) + 1, dtype=np.int64)
+    np.add.at(delta, first[wanted], size[wanted])
+    np.add.at(delta, last[wanted] + 1, -size[wanted])
+    entries = np.asarray(live.kernel_tensors, dtype=np.int64)
+    used = wanted[entries]  # each (kernel, tensor) once: the kernel holds the tensor there
+    np.add.at(delta, live.entry_kernels()[used], -size[entries[used]])
+    np.add.at(delta, live.entry_kernels()[used] + 1, size[entries[used]])
+    return np.cumsum(delta[:-1])
 
 
 def check_pools_hold(graph: Graph, system: MemorySystem, *, recompute: bool = False) -> None:

@@ -259,9 +259,7 @@ class SplitProgram:
         """Per pair: whether its kernel reads or writes its tensor."""
         live, p = self.liveness, self.pairs
         n = np.int64(max(live.n_kernels, 1))
-        ptr = np.asarray(live.use_ptr, dtype=np.int64)
-        owner = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), (ptr[1:] - ptr[:-1]).tolist())
-        used = owner * n + np.asarray(live.use_kernels, dtype=np.int64)
+        used = np.asarray(live.kernel_tensors, dtype=np.int64) * n + live.entry_kernels()
         return np.isin(p.tensor.astype(np.int64) * n + p.over[p.row].astype(np.int64), used)
 
     def _largest_split(self, v: FloatArray) -> int:

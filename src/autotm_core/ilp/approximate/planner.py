@@ -398,22 +398,19 @@ class Stretches:
         state.termination = "stretches planned"
         attributes: dict[str, object] = {"stretch_kernels": strategy.stretch_kernels,
                                           "planned_kernels": stretched.planned_kernels}
-        values = stretched.values
         if stretched.planned_kernels < len(state.graph.kernels):
-            state.termination = (f"stretches planned to kernel {stretched.planned_kernels:,}, "
-                                 "the rest in the slowest pool (out of time)")
-            held_plan = state.pool.best(state.formulation)
-            if stretched.held_completion is not None and held_plan is not None:
-                values = stretched.held_completion  # one offer: the time is spent already
+            rest = "in the slowest pool"
+            held_plan = state.pool.best(state.formulation)  # the plan the rest was joined to
+            if stretched.completed_from_held and held_plan is not None:
                 attributes["completed_from"] = held_plan.plan.planner
-                state.termination = (
-                    f"stretches planned to kernel {stretched.planned_kernels:,}, the rest as "
-                    f"in {held_plan.plan.planner}'s plan (out of time)")
+                rest = f"as in {held_plan.plan.planner}'s plan"
+            state.termination = (f"stretches planned to kernel {stretched.planned_kernels:,}, "
+                                 f"the rest {rest} (out of time)")
         else:
             state.start = stretched.values
-        state.offer(values, Source(Origin.STRETCHES, state.formulation), attributes)
+        state.offer(stretched.values, Source(Origin.STRETCHES, state.formulation), attributes)
         step = state.held_step()
-        state.target = (float(state.problem.cost @ values) if step is None
+        state.target = (float(state.problem.cost @ stretched.values) if step is None
                         else step / state.model.seconds_per_unit)
         state.row_duals = stretched.row_duals
 

@@ -78,9 +78,10 @@ class RollingPlan:
     planned_kernels: int
     """Kernels planned by slices; the rest (when the deadline came first) have every slot
     in its least-occupancy state. Kernel-time and occupancy values are then not set."""
-    held_completion: np.ndarray | None = None
-    """When the deadline came first and a held plan was given: the kernels planned joined
-    to the held plan's decisions for the rest (:func:`complete_from_held`), else ``None``."""
+    completed_from_held: bool = False
+    """Whether, the deadline having come first, the kernels not planned take the held
+    plan's decisions (:func:`complete_from_held`) rather than their least-occupancy
+    states."""
 
 
 def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
@@ -93,9 +94,9 @@ def rolling_plan(layout: ModelLayout, problem: MatrixProblem, *, solver: Solver,
 
     ``None`` when a slice has no solution. When ``deadline`` (a :func:`time.perf_counter`
     value) passes first, the kernels not planned yet keep every slot in its
-    least-occupancy state (:func:`_complete`; ``None`` if that cannot be joined up), and
-    with ``held`` (the values of a complete plan held, computed only then) they are also
-    joined to that plan's decisions (:attr:`RollingPlan.held_completion`), unless
+    least-occupancy state (:func:`_complete`; ``None`` if that cannot be joined up), or
+    with ``held`` (the values of a complete plan held, computed only then) that plan's
+    decisions where they join up (:attr:`RollingPlan.completed_from_held`), unless
     ``held_until`` (a :func:`time.perf_counter` value) has passed by then.
     The slices' row duals (:attr:`RollingPlan.row_duals`) come from a backend that
     gives them (:attr:`~autotm_core.solvers.SolverCapabilities.duals`); NaN otherwise.
@@ -330,20 +331,20 @@ def _left(deadline: float | None) -> float | None:
 def _out_of_time(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray,
                  duals: np.ndarray, s: int, held: Callable[[], np.ndarray | None] | None,
                  held_until: float | None) -> RollingPlan | None:
-    """The plan before kernel ``s`` completed in the least-occupancy states and, with
-    ``held``, from the held plan too, unless ``held_until`` has passed (a slice that did
-    not stop at the deadline leaves no time for it: ``example:chain-20000``, 60,001
-    kernels, built in 37 s of a 60 s budget, its first slice ran to 55.6 s, and the join
-    took 7.7 + 0.8 + 4.4 s more, to 73 s); ``None`` when neither joins up."""
-    least = _complete(layout, values, duals, s)
+    """The plan before kernel ``s`` completed from the held plan when ``held`` is given and
+    ``held_until`` has not passed (a slice that did not stop at the deadline leaves no
+    time for it: ``example:chain-20000``, 60,001 kernels, built in 37 s of a 60 s budget,
+    its first slice ran to 55.6 s, and the join took 7.7 + 0.8 + 4.4 s more, to 73 s),
+    else (or when that does not join up) in the least-occupancy states; ``None`` when
+    neither joins up."""
     late = held_until is not None and time.perf_counter() >= held_until
     held_values = None if held is None or late else held()
-    joined = (None if held_values is None else
-              complete_from_held(layout, problem, values, s, held_values))
-    if least is None:
-        return None if joined is None else RollingPlan(values=joined, row_duals=duals,
-                                                       planned_kernels=s)
-    return attrs.evolve(least, held_completion=joined)
+    if held_values is not None:
+        joined = complete_from_held(layout, problem, values, s, held_values)
+        if joined is not None:
+            return RollingPlan(values=joined, row_duals=duals, planned_kernels=s,
+                               completed_from_held=True)
+    return _complete(layout, values, duals, s)
 
 
 def _complete(layout: ModelLayout, values: np.ndarray, duals: np.ndarray,
@@ -463,7 +464,7 @@ def _overflowing(layout: ModelLayout, problem: MatrixProblem, out: np.ndarray,
     overflows = False
     for (rows, occupancy), (enters, leaves, size) in zip(
             zip(layout.pool_rows, layout.pool_vars, strict=True), spans, strict=True):
-        excess = np.cumsum(-(layout.rows[rows] @ decisions)) - upper[occupancy]
+        excess = _occupancy(layout, rows, decisions) - upper[occupancy]
         free = from_held & (out > 0.5) & (size > 0)
         h = 0
         while True:
@@ -500,7 +501,7 @@ def _fits(layout: ModelLayout, problem: MatrixProblem, out: np.ndarray) -> bool:
     decisions = np.where(_follows(layout), 0.0, out)
     lower, upper = np.asarray(problem.col_lower), np.asarray(problem.col_upper)
     for rows, occupancy in zip(layout.pool_rows, layout.pool_vars, strict=True):
-        held = np.cumsum(-(layout.rows[rows] @ decisions))
+        held = _occupancy(layout, rows, decisions)
         if ((held > upper[occupancy] + tolerance).any()
                 or (held < lower[occupancy] - tolerance).any()):
             return False
@@ -508,6 +509,12 @@ def _fits(layout: ModelLayout, problem: MatrixProblem, out: np.ndarray) -> bool:
     activity = layout.rows[cyclic] @ decisions
     return bool(((activity >= np.asarray(problem.row_lower)[cyclic] - tolerance)
                  & (activity <= np.asarray(problem.row_upper)[cyclic] + tolerance)).all())
+
+
+def _occupancy(layout: ModelLayout, rows: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+    """Per half step of one bounded pool (its running-sum ``rows``), the bytes the decisions
+    hold there (the row of half step h: ``O[h] - O[h-1] - (what enters and leaves) = 0``)."""
+    return np.cumsum(-(layout.rows[rows] @ decisions))
 
 
 def _joined(layout: ModelLayout, out: np.ndarray,
