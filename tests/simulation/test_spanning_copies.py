@@ -64,19 +64,41 @@ def test_a_copy_spanning_two_kernels_hides_behind_both(engine: Engine) -> None:
 
 
 @pytest.mark.parametrize("engine", list(Engine))
-def test_copies_on_one_stream_run_in_issue_order(engine: Engine) -> None:
+def test_copies_on_one_stream_run_earliest_until_first(engine: Engine) -> None:
     plan = evict_a_over_k1_k2(fetch_w_async=True)
     costs = per_entry_costs(NS, 10 * NS)
     shared = linked(duplex=False, kernel_traffic=False)
     assert verify_plan(plan, tiny_graph(), shared) == []
     sim = simulate(plan, tiny_graph(), shared, costs, engine=engine)
-    # w's fetch (due before k2) queues behind a's eviction (due before k3) on the one engine
-    assert sim.effective_seconds == pytest.approx([12 * NS, EVICT_A + FETCH_W, 3 * NS, 12 * NS])
+    # w's fetch (due before k2) goes before a's eviction (due before k3, listed first) on the
+    # one engine: k1 waits for w alone, k2 for the whole of a (k1 left it no time)
+    assert sim.effective_seconds == pytest.approx([12 * NS, FETCH_W, EVICT_A, 12 * NS])
     duplex = simulate(plan, tiny_graph(), linked(duplex=True, kernel_traffic=False), costs,
                       engine=engine)
     # each direction its own stream: k1 waits for w only, k3 for a
     assert duplex.effective_seconds == pytest.approx(
         [12 * NS, FETCH_W, EVICT_A - FETCH_W, 12 * NS])
+
+
+@pytest.mark.parametrize("engine", list(Engine))
+def test_a_copy_due_sooner_takes_the_stream_from_one_due_later(engine: Engine) -> None:
+    """One engine: w is copied to slow from k1 until the step's end; a is evicted during k1
+    and fetched back during k2 (issued later than w's copy, due sooner): a's copies run
+    first, w's in what is left, in k3."""
+    graph, system = tiny_graph(), linked(duplex=False, kernel_traffic=False)
+    plan = make_plan(graph, system, planner="hand", residencies=[
+        Residency("x", "fast", 0, 0), Residency("w", "fast", 0, 3), Residency("w", "slow", 1, 3),
+        Residency("a", "fast", 0, 1), Residency("a", "slow", 1, 3), Residency("a", "fast", 2, 3),
+        Residency("b", "fast", 1, 2), Residency("c", "fast", 2, 3),
+        Residency("loss", "fast", 3, 3),
+    ], moves=[Move("w", "fast", "slow", 1, MoveKind.ASYNC, until=4),
+              Move("a", "fast", "slow", 1, MoveKind.ASYNC),
+              Move("a", "slow", "fast", 2, MoveKind.ASYNC)])
+    assert verify_plan(plan, graph, system) == []
+    sim = simulate(plan, graph, system, per_entry_costs(NS, 10 * NS), engine=engine)
+    assert sim.kernel_seconds == pytest.approx([3 * NS, 2 * NS, 3 * NS, 3 * NS])
+    # in issue order, k2 would wait for w's copy too (50 / 3e9 more)
+    assert sim.effective_seconds == pytest.approx([3 * NS, EVICT_A, 200 / 4e9, 50 / 3e9])
 
 
 @pytest.mark.parametrize(("engine", "until"), [(e, u) for e in Engine for u in (3, 4)])

@@ -34,12 +34,13 @@ def simulate_arrays(
 
     ``link_channel[s, t]`` is the stream of the link's overlapping copies and
     ``channel_seconds[k, c]`` the kernel's own traffic on stream ``c`` (see
-    :attr:`autotm_core.memory.MemorySystem.link_channels`). Each stream runs its copies one
-    after the other in issue order (by kernel, then plan order), only while kernels run
+    :attr:`autotm_core.memory.MemorySystem.link_channels`). Each stream runs its copies in
+    flight earliest ``until`` first (ties in issue order: by kernel, then plan order), a copy
+    issued at a kernel's start taking over from one due later, only while kernels run
     (boundaries pause it), and a running kernel's own traffic on it goes first: during
     kernel ``k`` it carries ``k``'s traffic, then its copies. Kernel ``k + 1`` (or the end
     of the step) starts once kernel ``k`` has run, its traffic is done, and every copy with
-    ``until == k + 1`` is done (with the copies issued before it on its stream). Returns
+    ``until == k + 1`` is done. Returns
     ``(sync_seconds, async_seconds, effective_seconds, pool_nbytes, pair_nbytes,
     pair_counts)``; see :class:`autotm_core.simulation.simulate.Simulation` for each.
     """
@@ -62,8 +63,9 @@ def simulate_arrays(
             pair_counts[s, t, 0] += 1
 
     # Each stream's copies in issue order (by kernel, then plan order): two counting sorts,
-    # by kernel, then (stably) by stream. ``queue[head[c]:tail[c]]`` are the copies issued
-    # on stream ``c`` and not done; ``left[c]`` what remains of the first of them.
+    # by kernel, then (stably) by stream. Stream ``c``'s copies are ``queue[head[c]:ends[c]]``;
+    # ``queue[head[c]:issue[c]]`` were issued; the ``count[c]`` in flight sit at
+    # ``flying[head[c]:head[c] + count[c]]``, ``left[m]`` what remains of copy ``m``.
     n_moves = move_kernel.shape[0]
     seconds = np.zeros(n_moves)
     channel = np.full(n_moves, -1, dtype=np.int64)
@@ -88,44 +90,56 @@ def simulate_arrays(
         head[c + 1] += head[c]
     ends = head[1:].copy()
     queue = np.empty(issued.shape[0], dtype=np.int64)
+    position = np.zeros(n_moves, dtype=np.int64)  # in issue order, over all streams
     fill = head[:n_channels].copy()
-    for m in issued:
+    for i in range(issued.shape[0]):
+        m = issued[i]
+        position[m] = i
         queue[fill[channel[m]]] = m
         fill[channel[m]] += 1
-    tail = head[:n_channels].copy()
-    left = np.zeros(n_channels)
-    for c in range(n_channels):
-        if head[c] < ends[c]:
-            left[c] = seconds[queue[head[c]]]
-    last_due = np.zeros(n_channels, dtype=np.int64)
+    issue = head[:n_channels].copy()
+    flying = np.empty(issued.shape[0], dtype=np.int64)
+    count = np.zeros(n_channels, dtype=np.int64)
+    left = seconds.copy()
+    rank = n_moves + 1
 
     effective_seconds = np.zeros(n_kernels)
     for k in range(n_kernels):
         end = kernel_seconds[k]
         for c in range(n_channels):
-            while tail[c] < ends[c] and move_kernel[queue[tail[c]]] == k:
-                tail[c] += 1
-            # the kernel's own traffic first, then the stream's copies up to the last one
-            # due before the next kernel
-            last_due[c] = -1
-            for i in range(head[c], tail[c]):
-                if move_until[queue[i]] <= k + 1:
-                    last_due[c] = i
+            while issue[c] < ends[c] and move_kernel[queue[issue[c]]] == k:
+                flying[head[c] + count[c]] = queue[issue[c]]
+                count[c] += 1
+                issue[c] += 1
+            # earliest until first (then issue order): the copies due before the next kernel
+            # lead, after the kernel's own traffic
+            lo, hi = head[c], head[c] + count[c]
+            if hi - lo > 1:
+                now = flying[lo:hi].copy()
+                keys = move_until[now] * rank + position[now]
+                flying[lo:hi] = now[np.argsort(keys)]
             busy = channel_seconds[k, c]
-            if last_due[c] >= 0:
-                busy += left[c]
-                for i in range(head[c] + 1, last_due[c] + 1):
-                    busy += seconds[queue[i]]
+            for i in range(lo, hi):
+                if move_until[flying[i]] > k + 1:
+                    break
+                busy += left[flying[i]]
             end = max(end, busy)
         for c in range(n_channels):  # what the stream does once the kernel's traffic is done
             spare = end - channel_seconds[k, c]
-            while head[c] < tail[c] and (head[c] <= last_due[c] or left[c] <= spare):
-                spare -= left[c]
-                head[c] += 1
-                if head[c] < ends[c]:
-                    left[c] = seconds[queue[head[c]]]
-            if head[c] < tail[c] and spare > 0:
-                left[c] -= spare
+            lo, hi = head[c], head[c] + count[c]
+            kept = lo
+            for i in range(lo, hi):
+                m = flying[i]
+                if move_until[m] <= k + 1 or left[m] <= spare:
+                    spare -= left[m]
+                    left[m] = 0.0
+                else:
+                    if spare > 0:
+                        left[m] -= spare
+                        spare = 0.0
+                    flying[kept] = m
+                    kept += 1
+            count[c] = kept - lo
         effective_seconds[k] = end
 
     delta = np.zeros((n_pools, n_kernels + 1), dtype=np.int64)

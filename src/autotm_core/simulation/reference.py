@@ -1,8 +1,8 @@
 """The simulator's loop in plain Python: the reference :mod:`.kernels` is tested against.
 
 Slow and plainly right: one pass over the moves for their times and traffic, one over the
-kernels with each copy stream's queue (a list), one over the residencies, nothing vectorised or
-compiled. Same arguments and results as
+kernels with each copy stream's queue (a list, sorted by until), one over the residencies,
+nothing vectorised or compiled. Same arguments and results as
 :func:`autotm_core.simulation.kernels.simulate_arrays`.
 """
 
@@ -37,33 +37,26 @@ def simulate_arrays(kernel_seconds, workspace_nbytes,
         pair_nbytes[s, t, int(asynchronous)] += nbytes
         pair_counts[s, t, int(asynchronous)] += 1
 
-    # Each copy stream runs its copies one after the other in issue order, only while kernels
-    # run, a running kernel's own traffic on it first. A kernel lasts until it has run, its
-    # traffic is done and every copy the next kernel must see complete is done (with the
-    # copies before it on its stream); then the stream spends what is left of the kernel's
-    # time on its copies.
+    # Each copy stream runs its copies in flight earliest ``until`` first (ties in issue order),
+    # only while kernels run, a running kernel's own traffic on it first. A kernel lasts
+    # until it has run, its traffic is done and every copy the next kernel must see complete
+    # is done; then the stream spends what is left of the kernel's time on its other copies.
     traffic = channel_seconds.tolist()
     streams: list[list[list[float]]] = [[] for _ in range(channel_seconds.shape[1])]
     effective_seconds = []
+    order = 0
     for k in range(n_kernels):
         for c, seconds, until in issued[k]:
-            streams[c].append([seconds, until])  # [what is left of it, until]
+            streams[c].append([seconds, until, order])  # [what is left of it, until, order]
+            order += 1
         lasts = [kernel_seconds[k]]
-        done = []  # per stream: how many of its first copies must be done by the next kernel
         for c, queue in enumerate(streams):
-            done.append(max([i + 1 for i, (_, until) in enumerate(queue) if until <= k + 1],
-                            default=0))
-            busy = traffic[k][c]
-            for left, _ in queue[:done[c]]:
-                busy += left
-            lasts.append(busy)
+            queue.sort(key=lambda copy: (copy[1], copy[2]))
+            lasts.append(traffic[k][c] + sum(left for left, until, _ in queue if until <= k + 1))
         effective_seconds.append(max(lasts))
         for c, queue in enumerate(streams):
             spare = effective_seconds[-1] - traffic[k][c]
-            for left, _ in queue[:done[c]]:
-                spare -= left
-            del queue[:done[c]]
-            while queue and queue[0][0] <= spare:
+            while queue and (queue[0][1] <= k + 1 or queue[0][0] <= spare):
                 spare -= queue.pop(0)[0]
             if queue and spare > 0:
                 queue[0][0] -= spare

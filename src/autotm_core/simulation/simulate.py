@@ -6,13 +6,14 @@ The model (the one every planner optimises):
 - synchronous moves before ``k`` block: they add their copy time at the sync bandwidth;
 - asynchronous moves overlap kernels on copy streams: one per copy channel of the memory
   system (:attr:`~autotm_core.memory.MemorySystem.link_channels`: one engine shared by
-  every link that is not duplex, one per duplex link). A stream runs its copies one
-  after the other in issue order (by kernel, then plan order), at the async bandwidth,
-  only while kernels run (synchronous moves and reruns between kernels pause it); a
-  running kernel's own reads and writes crossing a link that carries kernel traffic go
-  first, the copies take the rest of the kernel's time. Kernel ``k + 1`` (or the end of
-  the step) starts once kernel ``k`` has run, its traffic is done, and every copy with
-  ``until == k + 1`` is done (with the copies issued before it on its stream). Kernel
+  every link that is not duplex, one per duplex link). A stream runs its copies in
+  flight earliest ``until`` first (ties in issue order: by kernel, then plan order; a
+  copy issued at a kernel's start takes over from one due later), at the async
+  bandwidth, only while kernels run (synchronous moves and reruns between kernels pause
+  it); a running kernel's own reads and writes crossing a link that carries kernel
+  traffic go first, the copies take the rest of the kernel's time. Kernel ``k + 1`` (or
+  the end of the step) starts once kernel ``k`` has run, its traffic is done, and every
+  copy with ``until == k + 1`` is done. Kernel
   ``k``'s effective time is from its start to then; for one-kernel copies
   (``until = k + 1``) that is max(its time, each channel's traffic and copies during it);
 - a rerun before ``k`` blocks too: it adds its kernel's time with every tensor in the fastest
