@@ -47,6 +47,8 @@ def test_asynchronous_overlap_and_pinning_are_named():
     assert len(lines) == 2
     assert any("first half of the gap" in line and "within 7 kernels" in line for line in lines)
     assert any("pin_to_fast" in line and "parameter" in line for line in lines)
+    one_kernel = _lines(page_nbytes=1, formulation="asynchronous", async_spans=False)
+    assert any("async_spans is off" in line for line in one_kernel)
 
 
 def _step(*, last_reads_w: bool, gap: int) -> Graph:

@@ -143,3 +143,26 @@ def test_the_sweep_table_scrolls_and_wraps_names_instead_of_being_cut(tmp_path: 
     assert "hbm=4:<wbr>1,<wbr>dram=4:<wbr>1" in points  # a long limit may wrap
     assert ".wide { overflow-x: auto" in text and "td.l { white-space: normal; }" in text
     assert "<td>73.8%</td>" in points and "<td>ok" in points  # numbers: plain, unwrapped
+
+
+def test_a_copy_in_flight_is_drawn_over_its_flight() -> None:
+    from matplotlib.collections import LineCollection
+
+    from autotm_core.plans import Move, MoveKind, Residency, make_plan, verify_plan
+    from plans.random_plans import tiny_graph, tiny_system
+    from simulation.test_simulate import per_entry_costs
+
+    graph, system = tiny_graph(), tiny_system()
+    plan = make_plan(graph, system, planner="hand", residencies=[
+        Residency("x", "fast", 0, 0), Residency("w", "slow", 0, 3), Residency("w", "fast", 0, 2),
+        Residency("a", "fast", 0, 3), Residency("b", "fast", 1, 2), Residency("c", "fast", 2, 3),
+        Residency("loss", "fast", 3, 3),
+    ], moves=[Move("w", "slow", "fast", 0, MoveKind.ASYNC, until=2)])
+    assert verify_plan(plan, graph, system) == []
+    sim = simulate(plan, graph, system, per_entry_costs(1e-9, 1e-8))
+    figure = figures.memory_figure(sim, plan)
+    fast = figure.axes[0]
+    flights = [c for c in fast.collections if isinstance(c, LineCollection)]
+    assert len(flights) == 1
+    (segment,) = flights[0].get_segments()
+    assert segment[:, 0].tolist() == [0, 1]  # issued at k0, in flight until k2 needs it

@@ -120,6 +120,13 @@ def add_ilp_options(parser: argparse.ArgumentParser, *, time_limit: float | None
                         "2,000 kernels (default: auto)")
     parser.add_argument("--no-addresses", action="store_true",
                         help="skip address assignment (capacity then holds in aggregate only)")
+    parser.add_argument("--async-window", type=int, default=15, metavar="KERNELS",
+                        help="asynchronous plans: how many kernels ahead of a use a fetch may "
+                        "be issued, and after one an eviction may complete (default 15)")
+    parser.add_argument("--async-spans", action=argparse.BooleanOptionalAction, default=True,
+                        help="asynchronous plans: copies in flight over several kernels "
+                        "(default: on; --no-async-spans: each copy overlaps one kernel, as in "
+                        "AutoTM)")
     # None: not given (on, but a grid file's own setting holds)
     parser.add_argument("--recompute", action=argparse.BooleanOptionalAction, default=None,
                         help="let the plan drop activations and recompute them (rerun their "
@@ -230,7 +237,7 @@ def add_insist(parser: argparse.ArgumentParser) -> None:
 
 
 OPTION_OF_SETTING = {"relative_gap": "--gap", "time_limit_seconds": "--time-limit",
-                     "max_rounds": "--max-rounds"}
+                     "max_rounds": "--max-rounds", "async_window": "--async-window"}
 """The command-line option that sets each field of
 :class:`~autotm_core.planning.PlanSettings` a message may name."""
 
@@ -252,6 +259,8 @@ def ilp_settings(args: argparse.Namespace) -> PlanSettings:
             max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds,
             pin_to_fast=bool(getattr(args, "pin_to_fast", False)),
             recompute=getattr(args, "recompute", None) is not False,
+            async_window=getattr(args, "async_window", 15),
+            async_spans=bool(getattr(args, "async_spans", True)),
             insist=bool(getattr(args, "insist", False)))
     except SettingError as exc:
         raise UsageError(f"{OPTION_OF_SETTING.get(exc.setting, exc.setting)} {exc.detail}",

@@ -7,7 +7,9 @@ Everything is resolved here, once, so the loop only indexes lists:
 - a synchronous move before ``k`` copies from the source residency covering
   ``k - 1`` to the target residency covering ``k``;
 - an asynchronous move issued at ``k`` is submitted to the copy thread when ``k``
-  starts and joined before the first kernel from its ``until`` on that touches the
+  starts (those issued at one kernel earliest ``until`` first, the simulator's order; one
+  issued later but due sooner still waits for those submitted before it: the copy thread
+  is first in, first out) and joined before the first kernel from its ``until`` on that touches the
   tensor or moves it again (a rerun there counting too), and at the latest just after
   its source residency ends (its memory may then be reused). While it is in flight
   (``k .. until-1``) kernels and copies may only read the source (the verifier's rule),
@@ -242,6 +244,8 @@ def build_program(
             final.append((arena, offset, tensor.nbytes, 0, READ))
             final_tensors.append(tensor.name)
 
+    for copies in asyn:  # the ones issued together, earliest until first (the streams' order)
+        copies.sort(key=lambda c: plan.moves[c.move].until)
     scale = float(flops_scale) / FLOPS_PER_ITERATION
     return Program(
         rows=_table(rows), kernel_ptr=np.asarray(ptr, dtype=np.int64),

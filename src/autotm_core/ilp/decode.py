@@ -69,8 +69,12 @@ def decode_plan(index: ModelIndex, values: np.ndarray, graph: Graph, system: Mem
             edge = _chosen_edge(values, tr_edges, f"a transition of tensor {tensor!r}")
             before, after = index.states[edge.before], index.states[edge.after]
             asynchronous = edge.async_kernel is not None
-            at = edge.async_kernel if edge.async_kernel is not None else transition.kernel
-            end = at if asynchronous else at - 1
+            if edge.async_kernel is not None:  # in flight from issue until its until
+                at, until = edge.async_kernel, edge.until
+                assert until is not None
+                end = until - 1
+            else:
+                at, until, end = transition.kernel, None, transition.kernel - 1
             for q in sorted(before.pools - after.pools):
                 residencies.append(Residency(tensor, names[q], opened.pop(q), end))
             if not before.pools:  # restored by a rerun at this boundary
@@ -79,7 +83,8 @@ def decode_plan(index: ModelIndex, values: np.ndarray, graph: Graph, system: Mem
             for source, target, _ in move_sources(system, nbytes, before, after,
                                                   asynchronous=asynchronous):
                 moves.append(Move(tensor, names[source], names[target], at,
-                                  MoveKind.ASYNC if asynchronous else MoveKind.SYNC))
+                                  MoveKind.ASYNC if asynchronous else MoveKind.SYNC,
+                                  until=until))
                 opened[target] = at
         last = ts.slots[-1].last
         residencies.extend(Residency(tensor, names[q], first, last)

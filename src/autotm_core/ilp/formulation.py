@@ -6,18 +6,25 @@ synchronous or overlapping a kernel); flow conservation ties them
 together. Edges are continuous in the synchronous formulation: with binary states
 at both ends, one edge is forced to one and the rest to zero (binary in the
 asynchronous one, where HiGHS branches better on them). An asynchronous edge is
-binary, one per state pair and window kernel; on large graphs
+binary, one per state pair and window kernel ``j``: a copy in flight from issue to
+completion, a fetch issued at ``j`` and complete by the boundary, an eviction
+issued at the boundary and complete after ``j`` (and, where that holds a bounded
+pool longer, the copy overlapping ``j`` alone too); on large graphs
 (:data:`ASYNC_REDUCTION_MIN_KERNELS`) those that can never beat the synchronous
-copy (a copy longer than the kernel's ceiling by at least the synchronous copy's
+copy (a copy longer than its flight's ceilings by at least the synchronous copy's
 time, and no bounded pool spared; see :meth:`_Builder._async_pays`) are left out,
 an exact reduction.
 
 - Kernel time: one continuous ``T_k`` per kernel. With separable costs, ``T_k`` is at
   least each affine term of the kernel in its tensors' usable pools; with table
   costs, one binary per allowed configuration, each tensor's pool in it equal to
-  where the tensor is usable. Asynchronous moves overlapping ``k`` also bound ``T_k``:
-  per copy channel of the memory system, their seconds plus the kernel's own reads
-  and writes crossing a link of that channel that carries kernel traffic.
+  where the tensor is usable. Asynchronous moves in flight during ``k`` also bound
+  ``T_k``: per copy channel of the memory system, their seconds during ``k`` plus the
+  kernel's own reads and writes crossing a link of that channel that carries kernel
+  traffic. A one-kernel copy spends all its seconds during its kernel; a spanning
+  copy's seconds are spread over its flight by continuous shares
+  (:meth:`_Builder._flight_shares`), which the simulator's streams, earliest ``until``
+  first, never take longer to copy.
 - Capacity, per bounded pool, in running-sum form over half steps (``2k + 1``:
   kernel ``k`` runs; ``2k``: the boundary before it, where synchronous copies hold
   both pools): occupancy ``O[h] = O[h-1] + (what enters at h) - (what left)``, with
@@ -55,6 +62,7 @@ from autotm_core.ilp.lp import LinearProgram, to_matrix_problem
 from autotm_core.ilp.model_index import (
     CONFIG,
     EDGE,
+    FLIGHT,
     OCCUPANCY,
     RERUN,
     SECONDS_PER_UNIT,
@@ -184,7 +192,7 @@ class _Builder:
         reduce_async = (options.formulation is Formulation.ASYNCHRONOUS and options.reduce
                         and int(self.channels.max()) == 0
                         and self.n >= ASYNC_REDUCTION_MIN_KERNELS)
-        self.ceilings = self._kernel_ceilings() if reduce_async else None
+        self.ceilings = self._ceiling_sums() if reduce_async else None
         self.dominated_async = 0  # asynchronous edges left out
         self.reruns = rerun_options(graph, costs, system, options)
         self.dropped = len(self.states)  # the index of DROPPED among the model's states
@@ -370,6 +378,8 @@ class _Builder:
         real_after = tuple(s for s in after if s != dropped)
         # the reductions' proofs know no rerun reading the tensor or restoring it
         reducible = tensor.slots.tensor not in self.reruns.boundaries
+        # per (eviction side, copy channel): (edge, objective units, kernel) of the spanning copies
+        flights: dict[tuple[bool, int], list[tuple[int, float, int]]] = {}
         for pair in self._pairs(tensor.nbytes, real_before, real_after, interior=interior,
                                 reducible=reducible):
             # binary with asynchronous edges: flow conservation would leave it 0 or 1
@@ -380,7 +390,9 @@ class _Builder:
             edges.append(Edge(var, pair.before, pair.after, None))
             boundary.append((var, pair.held))
             if pair.moved and use_async:
-                self._async_edges(tensor, i, pair, edges, boundary)
+                self._async_edges(tensor, i, pair, edges, boundary, flights)
+        for (evicting, channel), copies in flights.items():
+            self._flight_shares(tr.kernel, evicting, channel, copies)
         if dropped in after or dropped in before:
             self._drop_edges(tensor, i, before, after, edges)
         if not reducible:  # a tensor reruns read or restore: _rerun_rows reads these
@@ -417,36 +429,106 @@ class _Builder:
                 self.restores.append((var, producer, tr.kernel))
 
     def _async_edges(self, tensor: _Tensor, i: int, pair: _Pair, edges: list[Edge],
-                     boundary: list[tuple[int, frozenset[int]]]) -> None:
-        """Append to ``edges`` the move of ``pair`` overlapping each kernel of transition
-        ``i`` where it can pay (:meth:`_async_pays`), with its copies' load on their
-        channels, its bytes at the boundary (to ``boundary``) and during the slot whose
-        kernel it overlaps: the slot before the boundary (a kernel of an interior, before
-        the next gadget; or a gadget's own kernel, which does not write the tensor), or the
-        slot after it (a kernel of an interior, after the gadget; or the last kernel, which
-        reads the tensor, if at all, from ``a``'s pool: ``b`` then only adds slower ones)."""
+                     boundary: list[tuple[int, frozenset[int]]],
+                     flights: dict[tuple[bool, int], list[tuple[int, float, int]]]) -> None:
+        """Append to ``edges`` the move of ``pair`` as a copy in flight, for each kernel ``j``
+        of transition ``i``'s window where it can pay (:meth:`_async_pays`), with its bytes at
+        the boundary (to ``boundary``) and during its flight, and its copies' seconds: on
+        their channels during ``j`` (a one-kernel copy), or to ``flights`` (spanning).
+
+        A kernel ``j`` before the boundary ``K`` (in the slot before it: an interior, or the
+        gadget's own kernel, which does not write the tensor) issues a fetch there, complete
+        before ``K``; a kernel ``j >= K`` (in the slot after it: an interior, or the last
+        kernel, which reads the tensor, if at all, from ``a``'s pool: ``b`` then only adds
+        slower ones) is where an eviction issued at ``K`` completes. A spanning copy holds
+        its source until it completes and its destination from issue; where that holds a
+        bounded pool longer, the one-kernel copy during ``j`` is offered too."""
         tr = tensor.slots.transitions[i]
         a, b = self.states[pair.before], self.states[pair.after]
         moves = move_sources(self.system, tensor.nbytes, a, b, asynchronous=True)
         seconds = self.time * sum(m[2] for m in moves)
         used_after = (tensor.slots.tensor, tr.kernel) in self.at_kernel
+        held_longer_evicting = any(q in self.bounded for q in b.pools - a.pools)
+        held_longer_fetching = any(q in self.bounded for q in a.pools - b.pools)
         for j in tr.async_kernels:
             after = j >= tr.kernel
             if after and used_after and (a.usable != b.usable or not a.pools <= b.pools):
                 # the last kernel reads the tensor: from ``a``'s pool, which ``b`` keeps
                 continue
-            if not self._async_pays(a, b, j, seconds, pair.cost, evict=after):
-                self.dominated_async += 1
-                continue
-            var = self.lp.add_var(ub=1.0, binary=True)
-            self.record((EDGE, tr.kernel, tensor.first + i + 1, pair.after, pair.before, 1))
-            edges.append(Edge(var, pair.before, pair.after, j))
-            for source, target, copy_seconds in moves:
-                self.async_load[j].setdefault(int(self.channels[source, target]), []).append(
-                    (var, self.time * copy_seconds))
-            boundary.append((var, a.pools if after else b.pools))
-            overlapped = tensor.slots.slots[i + 1] if after else tensor.slots.slots[i]
-            self._async_occupancy(var, a, b, j, tensor.size, after, overlapped)
+            flight = (tr.kernel, j + 1) if after else (j, tr.kernel)
+            if not self.options.async_spans:
+                flight = (j, j + 1)
+            variants = [flight]
+            if flight[1] - flight[0] > 1 and (held_longer_evicting if after
+                                              else held_longer_fetching):
+                variants.append((j, j + 1))
+            for issue, until in variants:
+                if not self._async_pays(a, b, issue, until, seconds, pair.cost, evict=after):
+                    self.dominated_async += 1
+                    continue
+                var = self.lp.add_var(ub=1.0, binary=True)
+                self.record((EDGE, tr.kernel, tensor.first + i + 1, pair.after, pair.before, 1))
+                edges.append(Edge(var, pair.before, pair.after, issue, until))
+                boundary.append((var, a.pools if after else b.pools))
+                for source, target, copy_seconds in moves:
+                    channel = int(self.channels[source, target])
+                    if until - issue == 1:
+                        self.async_load[issue].setdefault(channel, []).append(
+                            (var, self.time * copy_seconds))
+                    else:
+                        flights.setdefault((after, channel), []).append(
+                            (var, self.time * copy_seconds, j))
+                if until - issue == 1:
+                    overlapped = tensor.slots.slots[i + 1] if after else tensor.slots.slots[i]
+                    self._async_occupancy(var, a, b, j, tensor.size, after, overlapped)
+                elif after:  # the source is held from the boundary until the copy completes
+                    self._occupy(2 * tr.kernel + 1, 2 * j + 1, tensor.size,
+                                 [(var, a.pools - b.pools)])
+                else:  # the destination is held from issue to the boundary
+                    self._occupy(2 * j + 1, 2 * tr.kernel - 1, tensor.size,
+                                 [(var, b.pools - a.pools)])
+
+    def _flight_shares(self, kernel: int, evicting: bool, channel: int,
+                       copies: list[tuple[int, float, int]]) -> None:
+        """Spread the seconds of one transition's spanning copies on ``channel`` over their
+        flights: per kernel of the flights, a share ``f_k >= 0`` loading the channel during
+        ``k``, and what is still to copy.
+
+        Only one of the copies is taken (flow conservation). Fetches (``evicting`` false) are
+        issued at their ``j`` and complete before the boundary ``kernel``: with ``r_k`` what is
+        issued and not yet copied after ``k``, ``r_k = r_{k-1} + (issued at k) - f_k >= 0`` and
+        ``r_{kernel - 1} = 0``. Evictions are issued at the boundary and complete after their
+        ``j``: the same in reverse time, ``p_k = p_{k+1} + (completing at k) - f_k >= 0`` from
+        the last ``j`` down to ``p_kernel = 0``. So the copy's seconds are spread over its
+        flight alone. Each stream running its copies earliest ``until`` first, every set of
+        shares fitting the kernels' times is a schedule the stream meets, so the kernel
+        times priced are never below the simulator's."""
+        lp = self.lp
+        by_kernel: dict[int, list[tuple[int, float]]] = {}
+        for var, seconds, j in copies:
+            by_kernel.setdefault(j, []).append((var, seconds))
+        if evicting:
+            order = list(range(max(by_kernel), kernel - 1, -1))  # reverse time, to the boundary
+        else:
+            order = list(range(min(by_kernel), kernel))
+        previous = None
+        for n, k in enumerate(order):
+            share = lp.add_var()
+            self.record((FLIGHT, kernel, -1, -1, -1, 0))
+            self.async_load[k].setdefault(channel, []).append((share, 1.0))
+            cols, coefs = [share], [1.0]
+            for var, seconds in by_kernel.get(k, ()):
+                cols.append(var)
+                coefs.append(-seconds)
+            if previous is not None:
+                cols.append(previous)
+                coefs.append(-1.0)
+            if n + 1 < len(order):  # the last one's backlog is 0
+                previous = lp.add_var()
+                self.record((FLIGHT, kernel, -1, -1, -1, 0))
+                cols.append(previous)
+                coefs.append(1.0)
+            lp.add_row(cols, coefs, lb=0.0, ub=0.0)
 
     def _kernel_ceilings(self) -> np.ndarray:
         """Per kernel, the most its compute can take (objective units): every tensor in its
@@ -462,21 +544,29 @@ class _Builder:
         np.add.at(sums, kernel_of, worst)
         return (np.asarray(separable.constants, dtype=np.float64) + sums).max(axis=1) * self.time
 
-    def _async_pays(self, a: State, b: State, j: int, seconds: float, sync_cost: float, *,
-                    evict: bool) -> bool:
-        """Whether moving ``a -> b`` during kernel ``j`` (``seconds`` of copies) can beat the
-        same move made synchronously (``sync_cost``); an edge that cannot is left out, an
-        exact reduction.
+    def _ceiling_sums(self) -> np.ndarray:
+        """``(n + 1,)``: the running sum of :meth:`_kernel_ceilings` from kernel 0, so the
+        ceilings of kernels ``i .. j - 1`` add up to ``sums[j] - sums[i]``."""
+        return np.concatenate([[0.0], np.cumsum(self._kernel_ceilings())])
 
-        The copy lengthens ``j`` by at least ``seconds`` less ``j``'s ceiling (its compute
-        with every tensor in its costliest pool; other copies during ``j`` only lengthen it
-        more), so when that is no less than ``sync_cost`` it saves no time. Nor does it
-        save space when the pools it holds less of are unbounded: an eviction holds ``a``'s
-        pools until ``j`` where the synchronous one holds ``b``'s after the boundary, a
-        fetch holds ``b``'s from ``j`` where the synchronous one holds ``a``'s until the
-        boundary (and both pools there).
+    def _async_pays(self, a: State, b: State, issue: int, until: int, seconds: float,
+                    sync_cost: float, *, evict: bool) -> bool:
+        """Whether moving ``a -> b`` in flight over kernels ``issue .. until - 1`` (``seconds``
+        of copies) can beat the same move made synchronously (``sync_cost``); an edge that
+        cannot is left out, an exact reduction.
+
+        The copy lengthens its flight by at least ``seconds`` less the flight's ceilings
+        (each kernel's compute with every tensor in its costliest pool; other copies only
+        lengthen it more), so when that is no less than ``sync_cost`` it saves no time. Nor
+        does it save space when the pools it holds less of are unbounded: an eviction holds
+        ``a``'s pools until it completes where the synchronous one holds ``b``'s after the
+        boundary, a fetch holds ``b``'s from issue where the synchronous one holds ``a``'s
+        until the boundary (and both pools there).
         """
-        if self.ceilings is None or seconds - float(self.ceilings[j]) < sync_cost:
+        if self.ceilings is None:
+            return True
+        ceiling = float(self.ceilings[until] - self.ceilings[issue])
+        if seconds - ceiling < sync_cost:
             return True
         spared = (b.pools - a.pools) if evict else (a.pools - b.pools)
         return any(q in self.bounded for q in spared)

@@ -31,7 +31,7 @@ class ColumnKind(enum.IntEnum):
     """Whether a tensor is in one state during one slot (binary)."""
     EDGE = 1
     """Whether a tensor crosses a transition from one state to another (synchronously, or
-    overlapping one kernel that does not write the tensor)."""
+    by a copy in flight over kernels that do not write the tensor)."""
     TIME = 2
     """The time charged to one kernel (continuous)."""
     OCCUPANCY = 3
@@ -40,6 +40,10 @@ class ColumnKind(enum.IntEnum):
     """Whether a kernel runs in one configuration of its cost table (table costs only)."""
     RERUN = 5
     """Whether a kernel runs again at one boundary, recomputing its outputs (binary)."""
+    FLIGHT = 6
+    """The seconds a transition's copies spanning kernels spend on one copy channel during
+    one kernel of their flight, or what of them is still to copy after it (continuous;
+    anchored, like the transition's edges, at its kernel)."""
 
 
 @attrs.frozen(slots=True)
@@ -53,7 +57,11 @@ class Edge:
     after: int
     """State index after."""
     async_kernel: int | None
-    """The kernel an asynchronous move overlaps; ``None`` for a synchronous one."""
+    """The kernel an asynchronous move is issued at (its :attr:`Move.kernel
+    <autotm_core.plans.Move.kernel>`); ``None`` for a synchronous one."""
+    until: int | None = None
+    """The kernel before which an asynchronous move completes (its flight is
+    ``async_kernel .. until - 1``); ``None`` for a synchronous one."""
 
 
 def _int_array(value: object) -> np.ndarray:
@@ -81,7 +89,7 @@ class Columns:
     """Whether it is an edge overlapping a kernel."""
 
 
-SLOT, EDGE, TIME, OCCUPANCY, CONFIG, RERUN = (int(kind) for kind in ColumnKind)
+SLOT, EDGE, TIME, OCCUPANCY, CONFIG, RERUN, FLIGHT = (int(kind) for kind in ColumnKind)
 """The column kinds as plain integers (what :attr:`Columns.kind` holds)."""
 
 

@@ -67,8 +67,14 @@ class FormulationOptions:
                                            converter=_to_formulation)
     """Static, synchronous or asynchronous."""
     async_window: int = attrs.field(default=15, validator=attrs.validators.ge(1))
-    """Asynchronous only: a move may overlap a kernel at most this many kernels away from
-    the use it serves (AutoTM used 15)."""
+    """Asynchronous only: a move may be issued (a fetch) or complete (an eviction) at most
+    this many kernels away from the use it serves (AutoTM used 15)."""
+    async_spans: bool = attrs.field(default=True, validator=attrs.validators.instance_of(bool))
+    """Asynchronous only: a copy is in flight from the kernel it is issued at to the one it
+    serves (a fetch: issued up to :attr:`async_window` kernels ahead, complete by the use;
+    an eviction: issued after the use, complete within the window), so it may take as
+    many kernels' time as it needs. ``False``: each copy overlaps one kernel, as in AutoTM
+    (for a runtime that cannot keep a copy in flight over kernels)."""
     page_nbytes: int = attrs.field(default=PAGE_NBYTES, validator=attrs.validators.ge(1))
     """Sizes are rounded up to a multiple of this in capacity constraints (1: no rounding)."""
     pin_to_fast: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
@@ -96,6 +102,7 @@ class FormulationOptions:
         return {
             "formulation": self.formulation.value,
             "async_window": self.async_window,
+            "async_spans": self.async_spans,
             "page_nbytes": self.page_nbytes,
             "pin_to_fast": self.pin_to_fast,
             "pinned_kinds": sorted(k.value for k in self.pinned_kinds),

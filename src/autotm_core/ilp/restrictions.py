@@ -85,8 +85,8 @@ def model_restrictions(graph: Graph, system: MemorySystem, *, costs: KernelCosts
 
 
 def _async_restrictions(graph: Graph, options: FormulationOptions) -> list[str]:
-    """How the asynchronous model narrows the kernels a copy may overlap (the rules allow
-    any kernel of the tensor's life that does not write it): the window and halves of the
+    """How the asynchronous model narrows the kernels a copy may be in flight over (the rules
+    allow any kernels of the tensor's life that do not write it): the window and halves of the
     gaps between gadgets (:func:`~autotm_core.ilp.gadgets.tensor_slots`), and a copy into a
     faster pool during a last kernel that reads the tensor."""
     out = []
@@ -95,10 +95,18 @@ def _async_restrictions(graph: Graph, options: FormulationOptions) -> list[str]:
     gaps = [(s.last - s.first + 1, i + 1 < len(ts.slots)) for ts in slots
             for i, s in enumerate(ts.slots) if not s.gadget]
     if any(n > window or (followed and n > 1) for n, followed in gaps):
-        out.append("between two uses of a tensor (or its birth, or the step's ends) an "
-                   "asynchronous eviction overlaps a kernel of the first half of the gap and a "
-                   f"fetch one of the second half, each within {window} kernels of the use: "
-                   "a copy overlapping another kernel of the gap is not found")
+        if options.async_spans:
+            out.append("between two uses of a tensor (or its birth, or the step's ends) an "
+                       "asynchronous eviction is issued after the first use and completes in "
+                       "the first half of the gap, and a fetch is issued in the second half and "
+                       f"completes by the second use, each within {window} kernels of the use: "
+                       "a copy issued or completing at another kernel of the gap is not found")
+        else:
+            out.append("between two uses of a tensor (or its birth, or the step's ends) an "
+                       "asynchronous eviction overlaps a kernel of the first half of the gap "
+                       f"and a fetch one of the second half, each within {window} kernels of "
+                       "the use, and each overlaps that one kernel (async_spans is off): a "
+                       "copy overlapping other kernels of the gap is not found")
     live, last = graph.liveness, len(graph.kernels) - 1
     entries = range(int(live.kernel_ptr[last]), int(live.kernel_ptr[last + 1])) \
         if last >= 0 else range(0)

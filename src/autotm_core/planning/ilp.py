@@ -94,6 +94,10 @@ class IlpSettings:
     """Whether the models may recompute activations (reruns)."""
     page_nbytes: int
     """Sizes are rounded up to a multiple of this in the model's capacity rows."""
+    async_window: int
+    """Asynchronous models: the kernels from a use within which a copy is issued or done."""
+    async_spans: bool
+    """Asynchronous models: copies in flight over several kernels."""
     strategy: Strategy
     """Every knob of the search."""
 
@@ -108,14 +112,18 @@ class IlpSettings:
             relative_gap=settings.relative_gap, max_rounds=settings.max_rounds,
             pin_to_fast=settings.pin_to_fast, recompute=settings.recompute,
             # pages are the allocator's: sizes round to them only when addresses are fitted
-            page_nbytes=PAGE_NBYTES if settings.addresses else 1, strategy=settings.strategy)
+            page_nbytes=PAGE_NBYTES if settings.addresses else 1,
+            async_window=settings.async_window, async_spans=settings.async_spans,
+            strategy=settings.strategy)
 
     def options(self, formulation: Formulation, *, recompute: bool,
                 depth: int | None = None) -> FormulationOptions:
         """The formulation options of ``formulation``'s model (recomputing or not, with rerun
         chains of at most ``depth`` producers; ``None``: the options' default)."""
         options = FormulationOptions(formulation=formulation, pin_to_fast=self.pin_to_fast,
-                                     page_nbytes=self.page_nbytes, recompute=recompute)
+                                     page_nbytes=self.page_nbytes, recompute=recompute,
+                                     async_window=self.async_window,
+                                     async_spans=self.async_spans)
         return options if depth is None else attrs.evolve(options, recompute_depth=depth)
 
     @property

@@ -47,6 +47,11 @@ def _max_rounds(_instance: object, _attribute: attrs.Attribute, value: object) -
         raise SettingError("max_rounds", f"{value} is out of range", hint="give at least 1")
 
 
+def _async_window(_instance: object, _attribute: attrs.Attribute, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SettingError("async_window", f"{value} is out of range", hint="give at least 1")
+
+
 def _mode(value: PlanMode | str) -> PlanMode:
     return PlanMode.parse(value)
 
@@ -87,6 +92,12 @@ class PlanSettings:
     ``--no-recompute`` turns it off): it holds the practitioners' recomputing plans, and the
     exact search solves each formulation's recomputing model after its keeping and moving one
     wherever the graph has something to recompute and that can pay."""
+    async_window: int = attrs.field(default=15, validator=_async_window)
+    """Asynchronous models: how many kernels ahead of a use a fetch may be issued, and after
+    one an eviction may complete (:attr:`~autotm_core.ilp.FormulationOptions.async_window`)."""
+    async_spans: bool = True
+    """Asynchronous models: copies in flight over several kernels (``--no-async-spans``:
+    each overlaps one kernel, for a runtime that cannot keep copies in flight)."""
     insist: bool = False
     """Plan even when the model looks too big for this machine's memory."""
     cache: CacheOptions = CacheOptions()

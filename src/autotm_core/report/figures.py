@@ -85,9 +85,17 @@ def memory_figure(sim: Simulation, plan: Plan | None = None, *, title: str = "")
 
 def _mark_moves(ax: Any, plan: Plan, pool: str, top: float) -> bool:
     """Marks under the pool's curve, below zero: ▲ moves into the pool on the upper row, ▼
-    moves out of it on the lower one. Whether there were any."""
+    moves out of it on the lower one, each at the kernel issuing it; a copy in flight over
+    several kernels drawn as a line from there to the last kernel of its flight, so a
+    reader sees how far ahead a prefetch starts. Whether there were any."""
     into = sorted({m.kernel for m in plan.moves if m.target == pool})
     out = sorted({m.kernel for m in plan.moves if m.source == pool})
+    for y, color, moves in ((-0.08 * top, "green", [m for m in plan.moves if m.target == pool]),
+                            (-0.18 * top, "purple", [m for m in plan.moves if m.source == pool])):
+        flights = [m for m in moves if m.spans_kernels]
+        if flights:
+            ax.hlines([y] * len(flights), [m.kernel for m in flights],
+                      [m.until - 1 for m in flights], color=color, linewidth=1.2, alpha=0.5)
     if into:
         ax.plot(into, [-0.08 * top] * len(into), "^", color="green", markersize=4,
                 label=f"moves in ({sum(m.target == pool for m in plan.moves)})")

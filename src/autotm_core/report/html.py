@@ -81,7 +81,8 @@ def plan_html(plan: Plan, sim: Simulation, facts: dict[str, Any], *, title: str 
                 "Bytes in each pool at each kernel; dashed: capacity. Under each curve, a row of "
                 "▲ for the kernels where tensors move into the pool and a row of ▼ for those "
                 "where they move out (an asynchronous copy at the kernel issuing it; one "
-                "spanning kernels holds both pools until it completes)."),
+                "spanning kernels is a line over its flight, to the last kernel before the "
+                "one that needs it, and holds both pools until it completes)."),
         _table(["pool", "peak", "capacity"], pools),
         "<h2>Moves</h2>",
         _table(["from", "to", "kind", "count", "bytes"], moves) if moves

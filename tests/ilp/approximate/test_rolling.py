@@ -225,5 +225,8 @@ def test_a_second_pass_over_the_stretches_never_makes_the_plan_worse(formulation
     assert verify_plan(plan, graph, system) == []
     step = float(simulate(plan, graph, system, costs).step_seconds)
     assert step <= float(simulate(first, graph, system, costs).step_seconds) * (1 + 1e-9)
-    optimum, _ = HIGHS.solve(problem, SolverConfig(relative_gap=0.0))
-    assert step >= index.objective_seconds(optimum.objective) * (1 - 1e-7)
+    # a proven bound on the optimum (the asynchronous model, with spanning copies, takes
+    # minutes to close its gap)
+    optimum, _ = HIGHS.solve(problem, SolverConfig(relative_gap=0.02))
+    assert optimum.best_bound is not None
+    assert step >= index.objective_seconds(optimum.best_bound) * (1 - 1e-7)
