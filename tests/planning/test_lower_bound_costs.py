@@ -25,6 +25,7 @@ from autotm_core.simulation import simulate
 from costs.random_tables import TABLES, measured
 from plans.random_plans import random_plan, three_pools, tiny_system
 from plans.random_reruns import random_plan_with_reruns
+from plans.random_spans import random_spanning_plan
 
 
 def any_configs(plan_: Plan, graph: Graph, system: MemorySystem,
@@ -39,7 +40,8 @@ def any_configs(plan_: Plan, graph: Graph, system: MemorySystem,
             usable.setdefault((r.tensor, k), set()).add(r.pool)
     for m in plan_.moves:  # a copy still being written is not usable yet
         if m.kind is MoveKind.ASYNC:
-            usable.get((m.tensor, m.kernel), set()).discard(m.target)
+            for k in range(m.kernel, m.until):
+                usable.get((m.tensor, k), set()).discard(m.target)
     configs = tuple(
         tuple(row[i] if t in kernel.outputs
               else str(rng.choice(sorted(usable.get((t, k), ())) or [row[i]]))
@@ -103,6 +105,23 @@ def test_no_random_plan_beats_the_bound(layers: int, base_nbytes: int, system_na
              else measured(graph, len(system.pools), TABLES[costs_name], seed))
     assert_bound_holds(any_configs(plan_, graph, system, rng), graph, system, costs,
                        recompute=reruns)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 4), st.sampled_from([4096, 1 << 20]), st.sampled_from(SYSTEMS),
+       st.sampled_from(["roofline", *TABLES]), st.integers(1, 6), st.integers(0, 2**32 - 1))
+def test_no_random_spanning_plan_beats_the_bound(layers: int, base_nbytes: int,
+                                                 system_name: str, costs_name: str,
+                                                 max_span: int, seed: int) -> None:
+    """Copies in flight over up to ``max_span`` kernels, on the simulator's streams (earliest
+    until first): the bound's timing facts hold for them too."""
+    graph, system = chain(layers, base_nbytes), system_of(system_name)
+    rng = np.random.default_rng(seed)
+    plan_ = random_spanning_plan(graph, system, seed, move_rate=0.5, max_span=max_span)
+    costs = (resolve_costs(graph, system) if costs_name == "roofline"
+             else measured(graph, len(system.pools), TABLES[costs_name], seed))
+    assert_bound_holds(any_configs(plan_, graph, system, rng), graph, system, costs,
+                       recompute=False)
 
 
 def test_a_slower_pool_with_a_lower_latency_is_not_beaten() -> None:
