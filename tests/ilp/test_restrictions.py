@@ -43,9 +43,9 @@ def test_page_rounding_is_named_with_the_page_and_the_bounded_pools():
 
 
 def test_asynchronous_overlap_and_pinning_are_named():
-    lines = _lines(page_nbytes=1, formulation="asynchronous", pin_to_fast=True, async_window=7)
+    lines = _lines(page_nbytes=1, formulation="asynchronous", pin_to_fast=True, async_window=2)
     assert len(lines) == 2
-    assert any("first half of the gap" in line and "within 7 kernels" in line for line in lines)
+    assert any("completes within 2 kernels" in line for line in lines)
     assert any("pin_to_fast" in line and "parameter" in line for line in lines)
     one_kernel = _lines(page_nbytes=1, formulation="asynchronous", async_spans=False)
     assert any("async_spans is off" in line for line in one_kernel)
@@ -72,10 +72,24 @@ def _async_lines(graph: Graph, **options) -> tuple[str, ...]:
                               options=FormulationOptions(page_nbytes=1, **options))
 
 
-def test_a_gap_of_one_kernel_names_no_overlap_restriction():
+def test_a_gap_within_the_window_names_no_overlap_restriction():
     assert _async_lines(_step(last_reads_w=False, gap=1), formulation="asynchronous") == ()
-    (line,) = _async_lines(_step(last_reads_w=False, gap=2), formulation="asynchronous")
-    assert "first half of the gap" in line
+    assert _async_lines(_step(last_reads_w=False, gap=2), formulation="asynchronous") == ()
+    (line,) = _async_lines(_step(last_reads_w=False, gap=3), formulation="asynchronous",
+                           async_window=2)
+    assert "within 2 kernels" in line
+    (line,) = _async_lines(_step(last_reads_w=False, gap=2), formulation="asynchronous",
+                           async_spans=False)
+    assert "overlaps one kernel" in line
+
+
+def test_a_bounded_slower_pool_names_the_flights_that_end_at_a_use():
+    graph = _step(last_reads_w=False, gap=2)
+    system = preset("optane-2019").with_capacity("pmm", graph.liveness.peak_nbytes // 2)
+    lines = model_restrictions(graph, system, costs=roofline_costs(graph, system),
+                               options=FormulationOptions(page_nbytes=1,
+                                                          formulation="asynchronous"))
+    assert any("bounded slower pool" in line for line in lines)
 
 
 def test_a_copy_during_a_last_kernel_that_reads_the_tensor_is_named():

@@ -1,4 +1,6 @@
-"""The best plan the documented rules allow on a tiny graph, found by exhaustive search.
+"""The best plan the documented rules allow on a tiny graph, found by exhaustive search,
+with asynchronous copies overlapping one kernel each (copies spanning kernels:
+:mod:`.spanning`).
 
 :func:`optimum` searches every combination of :func:`.space.options` kernel by
 kernel (dynamic programming: two partial plans that leave every tensor current

@@ -73,9 +73,10 @@ def optima(seed: int, pools: int = 2, bounded_slow: bool = False) -> dict[str, O
 
 
 def ilp_outcome(graph: Graph, system: MemorySystem, formulation: str, *,
-                recompute: bool = False) -> Outcome | None:
+                recompute: bool = False, spans: bool = True) -> Outcome | None:
     """The ILP's exact plan at gap 0 without addresses (``None`` on a capacity error), with
-    reruns when ``recompute``.
+    reruns when ``recompute``, with asynchronous copies spanning kernels unless ``spans`` is
+    false (the exhaustive optimiser's space: one-kernel copies).
 
     The limits are given as a per-pool limit over the unbounded system, as a user would.
     Any other error (a plan the verifier refuses, a solver failure) is a test failure.
@@ -89,7 +90,7 @@ def ilp_outcome(graph: Graph, system: MemorySystem, formulation: str, *,
     try:
         return plan(problem, formulation,
                     PlanSettings(mode="exact", addresses=False, relative_gap=0,
-                                 recompute=recompute))
+                                 recompute=recompute, async_spans=spans))
     except CapacityError:
         return None
     except AutotmError as exc:

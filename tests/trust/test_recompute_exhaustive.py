@@ -144,7 +144,8 @@ def test_the_asynchronous_ilp_lies_between_the_optima(seed: int) -> None:
     the synchronous one (a synchronous plan is an asynchronous plan)."""
     case = case_of(seed)
     found = optima(seed)
-    outcome = ilp_outcome(case.graph, case.system, "asynchronous", recompute=True)
+    # the exhaustive optimiser's copies overlap one kernel each: so do the model's here
+    outcome = ilp_outcome(case.graph, case.system, "asynchronous", recompute=True, spans=False)
     ilp = float("inf") if outcome is None else outcome.step_seconds
     low, high = _seconds(found["asynchronous"]), _seconds(found["synchronous"])
     assert at_most(low, ilp), f"the ILP's {ilp} beats the rules' optimum {low}\n{case}"

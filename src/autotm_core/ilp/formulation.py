@@ -334,6 +334,9 @@ class _Builder:
         slot_vars = [self._slot(tensor, i, allowed, users) for i in range(len(ts.slots))]
         all_edges = [self._transition(tensor, i, slot_vars[i], slot_vars[i + 1])
                      for i in range(len(ts.transitions))]
+        for i in range(1, len(ts.transitions)):
+            if not ts.slots[i].gadget:
+                self._evicted_before_fetched(all_edges[i - 1], all_edges[i])
         if ts.cyclic and len(slot_vars) > 1:
             self._steady_state(slot_vars[0], slot_vars[-1])
         return slot_vars, all_edges
@@ -450,6 +453,12 @@ class _Builder:
         used_after = (tensor.slots.tensor, tr.kernel) in self.at_kernel
         held_longer_evicting = any(q in self.bounded for q in b.pools - a.pools)
         held_longer_fetching = any(q in self.bounded for q in a.pools - b.pools)
+        # a one-kernel copy out of the interior frees its source there: only in the interior's
+        # second half (as AutoTM), so that what frees a pool before the boundary's stretch is
+        # decided with the eviction before it (the approximate planner's completions rely on
+        # it; an eviction's one-kernel copy is the same move made from the other side)
+        before_slot = tensor.slots.slots[i]
+        half = (before_slot.first + before_slot.last) // 2
         for j in tr.async_kernels:
             after = j >= tr.kernel
             if after and used_after and (a.usable != b.usable or not a.pools <= b.pools):
@@ -460,7 +469,7 @@ class _Builder:
                 flight = (j, j + 1)
             variants = [flight]
             if flight[1] - flight[0] > 1 and (held_longer_evicting if after
-                                              else held_longer_fetching):
+                                              else held_longer_fetching and j > half):
                 variants.append((j, j + 1))
             for issue, until in variants:
                 if not self._async_pays(a, b, issue, until, seconds, pair.cost, evict=after):
@@ -487,6 +496,49 @@ class _Builder:
                 else:  # the destination is held from issue to the boundary
                     self._occupy(2 * j + 1, 2 * tr.kernel - 1, tensor.size,
                                  [(var, b.pools - a.pools)])
+
+    def _evicted_before_fetched(self, into: list[Edge], out: list[Edge]) -> None:
+        """An interior's fetch (an edge of ``out``) is issued only after the eviction into the
+        interior (an edge of ``into``) is done: per kernel ``k`` where both could be, the
+        evictions still copying during ``k`` and the fetches issued by ``k`` add up to at
+        most one.
+
+        Both sums run over ``k`` (``y_k = y_{k-1} + (fetches issued at k)``, ``z_k = z_{k+1} +
+        (evictions done after k)``; continuous, each anchored with its own edges), so the
+        rows take ``O(window)`` nonzeros, not ``O(window²)``."""
+        done = [(e.var, e.until - 1) for e in into if e.until is not None]
+        issued = [(e.var, e.async_kernel) for e in out if e.async_kernel is not None]
+        if not done or not issued:
+            return
+        lo, hi = min(k for _, k in issued), max(k for _, k in done)
+        if lo > hi:
+            return
+        lp = self.lp
+        fetch_anchor = self._anchor_of(out[0])
+        evict_anchor = self._anchor_of(into[0])
+        fetched = self._running(issued, range(lo, hi + 1), fetch_anchor)
+        evicting = self._running(done, range(hi, lo - 1, -1), evict_anchor)[::-1]
+        for y, z in zip(fetched, evicting, strict=True):
+            lp.add_row([y, z], [1.0, 1.0], ub=1.0)
+
+    def _anchor_of(self, edge: Edge) -> int:
+        """The anchor kernel recorded for ``edge``'s column."""
+        return self.recorder.facts[6 * edge.var + 1]
+
+    def _running(self, edges: list[tuple[int, int]], kernels: range, anchor: int) -> list[int]:
+        """Per kernel of ``kernels``, in their order, a continuous variable equal to the sum
+        of the ``(variable, kernel)`` terms of ``edges`` at it and at every kernel of
+        ``kernels`` before it in that order."""
+        lp, out, previous = self.lp, [], None
+        for k in kernels:
+            here = [v for v, at in edges if at == k]
+            total = lp.add_var()
+            self.record((FLIGHT, anchor, -1, -1, -1, 0))
+            cols = [total, *here] + ([previous] if previous is not None else [])
+            lp.add_row(cols, [1.0] + [-1.0] * (len(cols) - 1), lb=0.0, ub=0.0)
+            out.append(total)
+            previous = total
+        return out
 
     def _flight_shares(self, kernel: int, evicting: bool, channel: int,
                        copies: list[tuple[int, float, int]]) -> None:

@@ -11,13 +11,14 @@ last kernel, where the next step begins) and one for the kernels strictly betwee
 two gadgets, or after the last one until the tensor dies (its *interior*). Between
 consecutive slots lies a *transition*: a synchronous move happens at the boundary
 before the second slot's first kernel; in the asynchronous formulation a move may
-instead overlap a kernel that does not write the tensor: the gadget's own kernel
+instead be in flight over kernels that do not write the tensor: the gadget's own kernel
 (one that only reads it, or kernel 0 for a tensor that exists before the step and is
-not used there), an interior kernel (an eviction one of the first half of the
-interior within the window after the gadget, a prefetch one of the second half
-within the window before the next gadget: the halves keep the eviction before the
-prefetch), or the last kernel (a copy readying the next step; when that kernel
-reads the tensor, only a copy into a slower pool than the one it reads).
+not used there), an interior kernel (an eviction issued at the interior's start
+and complete after a kernel within the window after the gadget, a prefetch issued at
+a kernel within the window before the next gadget and complete by it; the model
+keeps a prefetch after the eviction before it), or the last kernel (a copy readying
+the next step; when that kernel reads the tensor, only a copy into a slower pool than
+the one it reads).
 """
 
 from __future__ import annotations
@@ -133,9 +134,10 @@ class Transition:
     kernel: int
     """A synchronous move happens at the boundary just before this kernel."""
     async_kernels: tuple[int, ...]
-    """Kernels an asynchronous move may overlap instead (empty unless asynchronous): those
-    before :attr:`kernel` lie in the slot before the transition (its gadget's own kernel, or
-    an interior's), the others in the slot after it (an interior, or the last kernel)."""
+    """Kernels an asynchronous move may be issued at (before :attr:`kernel`: a fetch, in the
+    slot before the transition, its gadget's own kernel or an interior's) or complete after
+    (from :attr:`kernel` on: an eviction, in the slot after it, an interior or the last
+    kernel), empty unless asynchronous."""
 
 
 @attrs.frozen(slots=True)
@@ -202,12 +204,13 @@ def tensor_slots(graph: Graph, *, static: bool, asynchronous: bool, window: int,
             nxt = gadgets[i + 1] if i + 1 < len(gadgets) else None
             end = nxt - 1 if nxt is not None else last
             if end > g:  # an interior: evict after g, maybe fetch before nxt
-                half = (g + 1 + end) // 2 if nxt is not None else end
-                evict = range(g + 1, min(g + window, half) + 1) if asynchronous else ()
+                # anywhere in the interior within the window of the use; the model keeps a
+                # fetch from being issued before the eviction into the interior is done
+                evict = range(g + 1, min(g + window, end) + 1) if asynchronous else ()
                 transitions.append(Transition(g + 1, (*during, *evict)))
                 slots.append(Slot(g + 1, end, False, False))
                 if nxt is not None:
-                    fetch = range(max(nxt - window, half + 1), end + 1) if asynchronous else ()
+                    fetch = range(max(nxt - window, g + 1), end + 1) if asynchronous else ()
                     transitions.append(Transition(nxt, tuple(fetch)))
             elif nxt is not None:
                 transitions.append(Transition(nxt, during))

@@ -42,8 +42,10 @@ class ColumnKind(enum.IntEnum):
     """Whether a kernel runs again at one boundary, recomputing its outputs (binary)."""
     FLIGHT = 6
     """The seconds a transition's copies spanning kernels spend on one copy channel during
-    one kernel of their flight, or what of them is still to copy after it (continuous;
-    anchored, like the transition's edges, at its kernel)."""
+    one kernel of their flight, or what of them is still to copy after it; or, in an
+    interior, how many of its fetches are issued by a kernel, or of the evictions into it
+    still copying there (continuous; anchored, like the transition's edges, at its
+    kernel)."""
 
 
 @attrs.frozen(slots=True)

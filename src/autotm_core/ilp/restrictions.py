@@ -80,33 +80,40 @@ def model_restrictions(graph: Graph, system: MemorySystem, *, costs: KernelCosts
         out.append("a tensor moves only right after a use (or its birth) or right before one; "
                    f"with {why}, a move at another kernel boundary can pay")
     if options.formulation is Formulation.ASYNCHRONOUS:
-        out += _async_restrictions(graph, options)
+        out += _async_restrictions(graph, system, options)
     return tuple(out)
 
 
-def _async_restrictions(graph: Graph, options: FormulationOptions) -> list[str]:
+def _async_restrictions(graph: Graph, system: MemorySystem,
+                        options: FormulationOptions) -> list[str]:
     """How the asynchronous model narrows the kernels a copy may be in flight over (the rules
-    allow any kernels of the tensor's life that do not write it): the window and halves of the
-    gaps between gadgets (:func:`~autotm_core.ilp.gadgets.tensor_slots`), and a copy into a
-    faster pool during a last kernel that reads the tensor."""
+    allow any kernels of the tensor's life that do not write it): the window of the gaps
+    between gadgets (:func:`~autotm_core.ilp.gadgets.tensor_slots`), flights that end at a
+    use or begin at one (or last one kernel) where a slower pool is bounded, and a copy into
+    a faster pool during a last kernel that reads the tensor."""
     out = []
     window = options.async_window
     slots = tensor_slots(graph, static=False, asynchronous=True, window=window)
     gaps = [(s.last - s.first + 1, i + 1 < len(ts.slots)) for ts in slots
             for i, s in enumerate(ts.slots) if not s.gadget]
-    if any(n > window or (followed and n > 1) for n, followed in gaps):
-        if options.async_spans:
-            out.append("between two uses of a tensor (or its birth, or the step's ends) an "
-                       "asynchronous eviction is issued after the first use and completes in "
-                       "the first half of the gap, and a fetch is issued in the second half and "
-                       f"completes by the second use, each within {window} kernels of the use: "
-                       "a copy issued or completing at another kernel of the gap is not found")
-        else:
-            out.append("between two uses of a tensor (or its birth, or the step's ends) an "
-                       "asynchronous eviction overlaps a kernel of the first half of the gap "
-                       f"and a fetch one of the second half, each within {window} kernels of "
-                       "the use, and each overlaps that one kernel (async_spans is off): a "
-                       "copy overlapping other kernels of the gap is not found")
+    if options.async_spans and any(n > window for n, _ in gaps):
+        out.append("between two uses of a tensor (or its birth, or the step's ends) an "
+                   "asynchronous eviction is issued after the first use and completes within "
+                   f"{window} kernels of it, and a fetch is issued within {window} kernels of "
+                   "the second use and completes by it: a copy issued or completing further "
+                   "from the use is not found")
+    elif not options.async_spans and any(n > 1 for n, _ in gaps):
+        out.append("between two uses of a tensor (or its birth, or the step's ends) an "
+                   "asynchronous copy overlaps one kernel (async_spans is off), within "
+                   f"{window} kernels of the use: a copy in flight over several kernels, or "
+                   "further from the use, is not found")
+    capacities = resolve_capacities(graph, system, options.capacities)
+    if options.async_spans and gaps and any(
+            q > 0 for q in binding_pools(graph, capacities, options.page_nbytes)):
+        out.append("a copy whose source (a fetch) or target (an eviction) is a bounded slower "
+                   "pool is in flight up to the use (from it) or during one kernel (a fetch's "
+                   "in the second half of the gap): one in flight over fewer kernels, holding "
+                   "that pool for less time, is not found")
     live, last = graph.liveness, len(graph.kernels) - 1
     entries = range(int(live.kernel_ptr[last]), int(live.kernel_ptr[last + 1])) \
         if last >= 0 else range(0)
