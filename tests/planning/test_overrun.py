@@ -94,3 +94,26 @@ def test_a_search_whose_solves_cannot_start_returns_the_best_plan_held(
     assert outcome.solve is not None and outcome.solve.termination == "no_solution"
     assert not outcome.solve.proven_optimal and "no plan" in outcome.note
     assert outcome.step_seconds <= plan(problem, "first-touch").step_seconds * (1 + 1e-9)
+
+
+@pytest.mark.highs
+def test_address_fitting_out_of_time_returns_the_best_plan_held(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Inception v4 at 120 s under load: each stage's tightened round found no plan in time,
+    # the fitting loop said CapacityError (no plan could be given addresses), and the call
+    # raised it though greedy's plan was held; out of time is not out of room
+    from autotm_core.errors import CapacityError, NoPlanFoundError
+    from autotm_core.planning import ilp as planning_ilp
+
+    def out_of_time(*_args: object, **_kwargs: object) -> None:
+        try:
+            raise NoPlanFoundError("solver 'highs' found no plan (abandoned)")
+        except NoPlanFoundError as exc:
+            raise CapacityError("no plan could be given addresses that fit: tightening "
+                                "left no plan") from exc
+
+    monkeypatch.setattr(planning_ilp, "_exact", out_of_time)
+    problem = load_problem("example:cnn", "optane-2019", limit="4:1")
+    outcome = plan(problem, "synchronous", PlanSettings(mode="exact", time_limit_seconds=30.0))
+    assert verify_plan(outcome.plan, problem.graph, problem.limited_system) == []
+    assert "no plan that fits" in outcome.note

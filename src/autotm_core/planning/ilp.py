@@ -376,8 +376,11 @@ class _Stage:
         held = chain.pool.best(chain.formulation)
         following = chain.stages[self.position + 1:self.position + 2]
         goes_on = bool(following) and following[0] == (self.formulation, True)
+        # address fitting that ran out of time (its tightened solve found nothing) says
+        # CapacityError too, but proves nothing about the capacity: a held plan is the answer
+        out_of_time = isinstance(exc.__cause__, NoPlanFoundError)
         if chain.report is None and not goes_on and (
-                held is None or isinstance(exc, CapacityError)):
+                held is None or (isinstance(exc, CapacityError) and not out_of_time)):
             raise exc
         then = ("its recomputing model is tried" if goes_on else
                 "the best plan held is returned" if held is None else
