@@ -56,3 +56,19 @@ def test_recomputation_is_on_unless_turned_off() -> None:
     assert ilp_settings(parser.parse_args([])).recompute
     assert ilp_settings(parser.parse_args(["--recompute"])).recompute
     assert not ilp_settings(parser.parse_args(["--no-recompute"])).recompute
+
+
+def test_copies_span_kernels_unless_turned_off_and_the_window_is_checked() -> None:
+    import argparse
+
+    from autotm_core.cli.options import add_ilp_options, ilp_settings
+    from autotm_core.errors import UsageError
+
+    parser = argparse.ArgumentParser()
+    add_ilp_options(parser)
+    default = ilp_settings(parser.parse_args([]))
+    assert default.async_spans and default.async_window == 15
+    chosen = ilp_settings(parser.parse_args(["--no-async-spans", "--async-window", "40"]))
+    assert not chosen.async_spans and chosen.async_window == 40
+    with pytest.raises(UsageError, match="--async-window 0 is out of range"):
+        ilp_settings(parser.parse_args(["--async-window", "0"]))
