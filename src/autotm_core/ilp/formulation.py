@@ -336,7 +336,8 @@ class _Builder:
                      for i in range(len(ts.transitions))]
         for i in range(1, len(ts.transitions)):
             if not ts.slots[i].gadget:
-                self._evicted_before_fetched(all_edges[i - 1], all_edges[i])
+                self._evicted_before_fetched(all_edges[i - 1], ts.transitions[i - 1].kernel,
+                                             all_edges[i], ts.transitions[i].kernel)
         if ts.cyclic and len(slot_vars) > 1:
             self._steady_state(slot_vars[0], slot_vars[-1])
         return slot_vars, all_edges
@@ -497,15 +498,16 @@ class _Builder:
                     self._occupy(2 * j + 1, 2 * tr.kernel - 1, tensor.size,
                                  [(var, b.pools - a.pools)])
 
-    def _evicted_before_fetched(self, into: list[Edge], out: list[Edge]) -> None:
+    def _evicted_before_fetched(self, into: list[Edge], evict_anchor: int, out: list[Edge],
+                                fetch_anchor: int) -> None:
         """An interior's fetch (an edge of ``out``) is issued only after the eviction into the
         interior (an edge of ``into``) is done: per kernel ``k`` where both could be, the
         evictions still copying during ``k`` and the fetches issued by ``k`` add up to at
         most one.
 
         Both sums run over ``k`` (``y_k = y_{k-1} + (fetches issued at k)``, ``z_k = z_{k+1} +
-        (evictions done after k)``; continuous, each anchored with its own edges), so the
-        rows take ``O(window)`` nonzeros, not ``O(window²)``."""
+        (evictions done after k)``; continuous, each anchored with its own edges, at its
+        transition's kernel), so the rows take ``O(window)`` nonzeros, not ``O(window²)``."""
         done = [(e.var, e.until - 1) for e in into if e.until is not None]
         issued = [(e.var, e.async_kernel) for e in out if e.async_kernel is not None]
         if not done or not issued:
@@ -513,25 +515,21 @@ class _Builder:
         lo, hi = min(k for _, k in issued), max(k for _, k in done)
         if lo > hi:
             return
-        lp = self.lp
-        fetch_anchor = self._anchor_of(out[0])
-        evict_anchor = self._anchor_of(into[0])
         fetched = self._running(issued, range(lo, hi + 1), fetch_anchor)
         evicting = self._running(done, range(hi, lo - 1, -1), evict_anchor)[::-1]
         for y, z in zip(fetched, evicting, strict=True):
-            lp.add_row([y, z], [1.0, 1.0], ub=1.0)
-
-    def _anchor_of(self, edge: Edge) -> int:
-        """The anchor kernel recorded for ``edge``'s column."""
-        return self.recorder.facts[6 * edge.var + 1]
+            self.lp.add_row([y, z], [1.0, 1.0], ub=1.0)
 
     def _running(self, edges: list[tuple[int, int]], kernels: range, anchor: int) -> list[int]:
         """Per kernel of ``kernels``, in their order, a continuous variable equal to the sum
         of the ``(variable, kernel)`` terms of ``edges`` at it and at every kernel of
         ``kernels`` before it in that order."""
+        at_kernel: dict[int, list[int]] = {}
+        for v, at in edges:
+            at_kernel.setdefault(at, []).append(v)
         lp, out, previous = self.lp, [], None
         for k in kernels:
-            here = [v for v, at in edges if at == k]
+            here = at_kernel.get(k, [])
             total = lp.add_var()
             self.record((FLIGHT, anchor, -1, -1, -1, 0))
             cols = [total, *here] + ([previous] if previous is not None else [])

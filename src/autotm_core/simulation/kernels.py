@@ -107,14 +107,15 @@ def simulate_arrays(
     for k in range(n_kernels):
         end = kernel_seconds[k]
         for c in range(n_channels):
+            arrived = issue[c]
             while issue[c] < ends[c] and move_kernel[queue[issue[c]]] == k:
                 flying[head[c] + count[c]] = queue[issue[c]]
                 count[c] += 1
                 issue[c] += 1
             # earliest until first (then issue order): the copies due before the next kernel
-            # lead, after the kernel's own traffic
+            # lead, after the kernel's own traffic (the order holds until a copy is issued)
             lo, hi = head[c], head[c] + count[c]
-            if hi - lo > 1:
+            if issue[c] > arrived and hi - lo > 1:
                 now = flying[lo:hi].copy()
                 keys = move_until[now] * rank + position[now]
                 flying[lo:hi] = now[np.argsort(keys)]
