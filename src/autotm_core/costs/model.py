@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from autotm_core.arrays import FloatArray, IntArray
+from autotm_core.arrays import BoolArray, FloatArray, IntArray
 from autotm_core.errors import PlanError
 
 MAX_ENUMERATED_CONFIGS = 1 << 12
@@ -185,13 +185,19 @@ class TableCosts:
         return None
 
 
-def least_kernel_seconds(costs: KernelCosts, n_kernels: int) -> FloatArray:
+def least_kernel_seconds(costs: KernelCosts, n_kernels: int, *,
+                         elsewhere: BoolArray | None = None) -> FloatArray:
     """``(n_kernels,)`` seconds no configuration of each kernel beats (0 for a kernel the
-    costs give no configuration)."""
+    costs give no configuration); for a separable form, with the entries marked
+    ``elsewhere`` outside the fastest pool (pool 0) only."""
     separable = costs.separable()
     if separable is not None:
         # each term at its cheapest pool per tensor: no configuration's max of terms is less
-        cheapest = separable.coefficients.min(axis=2)  # (n_entries, n_terms)
+        coefficients = separable.coefficients
+        if elsewhere is not None and elsewhere.any() and separable.n_pools > 1:
+            coefficients = coefficients.copy()
+            coefficients[elsewhere, :, 0] = np.inf
+        cheapest = coefficients.min(axis=2)  # (n_entries, n_terms)
         sums = np.zeros_like(separable.constants)
         owner = np.repeat(np.arange(separable.n_kernels), np.diff(separable.kernel_ptr))
         np.add.at(sums, owner, cheapest)

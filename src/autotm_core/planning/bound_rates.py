@@ -6,7 +6,8 @@ Both hold for every cost form :mod:`autotm_core.costs` can express (a roofline, 
 because they are read from the costs themselves, never from the pools' bandwidths:
 
 - :func:`least_seconds`: per kernel, the least time over the configurations its costs
-  allow (exact for small kernels, a relaxation above :data:`EXACT_CONFIGS`);
+  allow in which the tensors it touches in the fastest pool fit that pool's capacity
+  (exact for small kernels, a relaxation above :data:`EXACT_CONFIGS`);
 - :func:`crossing_rates`: per direction, the fastest a blocking copy moves bytes, and the
   fastest bytes cross while kernels run (overlapping copies, at most each channel's rate,
   plus the kernels' own accesses of other pools, at most the fastest the costs let a
@@ -56,13 +57,27 @@ class CrossingRate:
         return max(self.sync_bytes_per_second - self.overlap_bytes_per_second, 0.0)
 
 
-def least_seconds(costs: KernelCosts, liveness: Liveness) -> FloatArray:
-    """``(n_kernels,)`` seconds no configuration of each kernel its costs allow beats: the
-    least exactly for a table and for a separable kernel of at most :data:`EXACT_CONFIGS`
-    configurations, else :func:`~autotm_core.costs.model.least_kernel_seconds`'s relaxation."""
-    least = least_kernel_seconds(costs, liveness.n_kernels)
+def least_seconds(costs: KernelCosts, liveness: Liveness,
+                  capacity_nbytes: int | None = None) -> FloatArray:
+    """``(n_kernels,)`` seconds no configuration of each kernel its costs allow beats.
+
+    A tensor lives whole in one pool, and every tensor a kernel touches is live during it;
+    so with ``capacity_nbytes`` (the fastest pool's limit) only the configurations whose
+    tensors in the fastest pool fit it count, and a tensor larger than that pool is always
+    elsewhere. Exact for a table and for a separable kernel of at most
+    :data:`EXACT_CONFIGS` configurations; otherwise each term at its cheapest pool per
+    tensor (:func:`~autotm_core.costs.model.least_kernel_seconds`), the fastest pool only
+    for a tensor that fits it: a relaxation, never above the least. Where no configuration
+    fits (no plan does then), the least over all of them."""
+    nbytes = liveness.nbytes[liveness.kernel_tensors].astype(np.float64)
+    too_big = None if capacity_nbytes is None else nbytes > capacity_nbytes
+    least = least_kernel_seconds(costs, liveness.n_kernels, elsewhere=too_big)
     separable = costs.separable()
     if separable is None:
+        if capacity_nbytes is not None:
+            for k in range(liveness.n_kernels):
+                least[k] = _least_of_table(costs, k, nbytes[liveness.kernel_tensor_slice(k)],
+                                           capacity_nbytes, least[k])
         return least
     widths = np.diff(separable.kernel_ptr)
     for width in np.unique(widths).tolist():
@@ -70,15 +85,29 @@ def least_seconds(costs: KernelCosts, liveness: Liveness) -> FloatArray:
         if not width or n_configs > EXACT_CONFIGS:
             continue
         kernels = np.flatnonzero(widths == width)
-        least[kernels] = _enumerated_least(separable, kernels, width)
+        least[kernels] = _enumerated_least(separable, kernels, width, nbytes,
+                                           capacity_nbytes)
     return least
 
 
-def _enumerated_least(costs: SeparableCosts, kernels: IntArray, width: int) -> FloatArray:
-    """The least time of each of ``kernels`` (each touching ``width`` tensors) over every
-    configuration, in slices that keep the arrays small."""
+def _least_of_table(costs: KernelCosts, kernel: int, nbytes: FloatArray,
+                    capacity_nbytes: int, unfitted: float) -> float:
+    """The least seconds of a tabled ``kernel`` over its configurations whose tensors in the
+    fastest pool (of ``nbytes`` each) fit ``capacity_nbytes``; ``unfitted`` if none does."""
+    table = costs.table(kernel)
+    fits = (table.configs == 0) @ nbytes <= capacity_nbytes
+    return float(table.seconds[fits].min()) if fits.any() else unfitted
+
+
+def _enumerated_least(costs: SeparableCosts, kernels: IntArray, width: int,
+                      nbytes: FloatArray, capacity_nbytes: int | None) -> FloatArray:
+    """The least time of each of ``kernels`` (each touching ``width`` tensors, of ``nbytes``
+    per entry) over every configuration whose tensors in the fastest pool fit
+    ``capacity_nbytes`` (every one if none does, or without a capacity), in slices that keep
+    the arrays small."""
     n_pools = costs.n_pools
     configs = np.indices((n_pools,) * width).reshape(width, -1).T  # (n_configs, width)
+    in_fastest = (configs == 0).astype(np.float64)
     out = np.empty(len(kernels))
     per_slice = max(1, (1 << 20) // (len(configs) * width * costs.constants.shape[1]))
     for lo in range(0, len(kernels), per_slice):
@@ -86,8 +115,12 @@ def _enumerated_least(costs: SeparableCosts, kernels: IntArray, width: int) -> F
         rows = costs.kernel_ptr[chunk][:, None] + np.arange(width)  # (chunk, width)
         # (chunk, n_configs, width, n_terms): each entry's coefficients in its pool
         picked = costs.coefficients[rows[:, None, :], :, configs[None, :, :]]
-        terms = costs.constants[chunk][:, None, :] + picked.sum(axis=2)
-        out[lo: lo + per_slice] = terms.max(axis=2).min(axis=1)
+        seconds = (costs.constants[chunk][:, None, :] + picked.sum(axis=2)).max(axis=2)
+        if capacity_nbytes is not None:
+            fits = nbytes[rows] @ in_fastest.T <= capacity_nbytes  # (chunk, n_configs)
+            fits[~fits.any(axis=1)] = True
+            seconds = np.where(fits, seconds, np.inf)
+        out[lo: lo + per_slice] = seconds.min(axis=1)
     return out
 
 

@@ -192,7 +192,8 @@ class _Chain:
         from autotm_core.planning.bound_rates import least_seconds
 
         problem = self.problem
-        return float(least_seconds(problem.costs, problem.graph.liveness).sum())
+        return float(least_seconds(problem.costs, problem.graph.liveness,
+                                   problem.fast_capacity_nbytes).sum())
 
     @property
     def recomputes(self) -> bool:
@@ -342,7 +343,11 @@ class _Stage:
             seconds = strategy.untimed_recompute_seconds
             budget = attrs.evolve(budget, deadline=time.perf_counter() + seconds,
                                   grace_seconds=strategy.grace_seconds(seconds))
-        if self.recompute and not _recomputing_can_pay(chain, self.formulation):
+        # a held plan within the gap of every kernel at its least time leaves the recomputing
+        # model nothing to win, once a model has answered; before, its own answer (a plan,
+        # or that none fits its restrictions, such as pinning) is the one to give
+        if (self.recompute and chain.report is not None
+                and not _recomputing_can_pay(chain, self.formulation)):
             return  # its share passes on
         if chain.report is not None and not _time_for(chain, self.formulation):
             chain.notes.append(

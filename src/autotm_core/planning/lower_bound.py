@@ -9,7 +9,11 @@ the timeline the simulator prices, and on nothing else:
 1. **Kernels.** Kernels run one after another, each for at least its least time over
    the configurations its costs allow (:func:`~.bound_rates.least_seconds`: read from the
    costs, not the all-fast time, since a slower pool may be better in some respect, e.g.
-   a lower latency). A rerun runs at least its kernel's least time too.
+   a lower latency) in which the tensors it touches in the fastest pool fit that pool's
+   capacity: a tensor lives whole in one pool, and every tensor a kernel touches is live
+   during it, so a tensor larger than the fastest pool is always elsewhere and each kernel
+   touching it pays for that. A rerun runs at least its kernel's least time too (it
+   touches every tensor in the fastest pool, where they fit).
 2. **Blocking copies.** A synchronous copy or a rerun holds the step: no kernel runs
    meanwhile, and no other copy moves bytes (the link's blocking rate is "nothing else
    runs"). Blocking copies run one at a time, each at most at its link's blocking rate.
@@ -115,10 +119,10 @@ def physical_lower_bound(problem: Problem, *, recompute: bool = False) -> LowerB
     with ``recompute``, valid also for plans that recompute activations (reruns)."""
     system = problem.limited_system
     liveness = problem.graph.liveness
-    least = least_seconds(problem.costs, liveness)
+    capacity = system.fast.capacity_nbytes
+    least = least_seconds(problem.costs, liveness, capacity)
     compute = float(least.sum())
     rate_in, rate_out = crossing_rates(system, problem.costs, liveness)
-    capacity = system.fast.capacity_nbytes
     if capacity is None or (np.isinf(rate_in.bytes_per_second)
                             and np.isinf(rate_out.bytes_per_second)):
         # no limit, or the costs let kernels touch other pools in no time: compute alone
