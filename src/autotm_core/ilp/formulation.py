@@ -29,7 +29,8 @@ an exact reduction.
   kernel ``k`` runs; ``2k``: the boundary before it, where synchronous copies hold
   both pools): occupancy ``O[h] = O[h-1] + (what enters at h) - (what left)``, with
   the capacity (less the kernel's workspace in the fastest pool) as ``O``'s bound.
-  Sizes are rounded up to pages.
+  Sizes are rounded up to pages, and counted in units of a page or a power-of-two
+  multiple of it (:func:`occupancy_unit`) that keeps every limit near a million units.
 - Steady state: a tensor that exists before the step and survives it ends the step
   holding every pool it began in (per pool, its first slot's states holding the pool
   add up to no more than its last slot's): the next step starts where this one ends.
@@ -95,6 +96,29 @@ stopping at a plan 1% slower); at Inception v4 b64 (1,627 kernels) it leaves out
 the asynchronous edges."""
 
 
+MAX_OCCUPANCY_UNITS = 2**20
+"""The capacity rows count bytes in units that keep the largest limit under this many: a
+limit of 98 GiB counted in bytes (no pages: plans without addresses) is 1e11, 1e17 times
+the solvers' feasibility tolerance, and HiGHS then called a plan of GPT-2 at batch 256
+optimal (3.766 s, its bound the same) in its presolve, where the same model held a plan of
+2.901 s; in units of 128 KiB it bounds the same model at 0.89 s."""
+MAX_OCCUPANCY_UNIT_NBYTES = 2**19
+"""Units no larger than this (unless a page is): the solvers' feasibility tolerance (1e-6
+of a unit) stays under a byte, so no plan the model takes overflows a limit."""
+
+
+def occupancy_unit(capacities: Sequence[np.ndarray | None], page_nbytes: int) -> int:
+    """Bytes per unit of the capacity rows: ``page_nbytes`` doubled until the largest limit
+    in ``capacities`` is at most :data:`MAX_OCCUPANCY_UNITS` units (or the unit
+    :data:`MAX_OCCUPANCY_UNIT_NBYTES`)."""
+    largest = max((float(np.max(cap)) for cap in capacities if cap is not None and len(cap)),
+                  default=0.0)
+    unit = page_nbytes
+    while largest > MAX_OCCUPANCY_UNITS * unit and 2 * unit <= MAX_OCCUPANCY_UNIT_NBYTES:
+        unit *= 2
+    return unit
+
+
 class _Pair(NamedTuple):
     """A kept (state before, state after) pair of a transition and its synchronous move."""
 
@@ -118,7 +142,7 @@ class _Tensor(NamedTuple):
     nbytes: int
     """Its size in bytes."""
     size: float
-    """Its size in the capacity rows' units (pages)."""
+    """Its size in the capacity rows' units (whole pages, in :func:`occupancy_unit`)."""
     first: int
     """The number of its first slot, over all tensors."""
 
@@ -167,8 +191,9 @@ class _Builder:
         self.recorder = ColumnRecorder()
         self.record = self.recorder.facts.extend  # six facts per column, as it is added
         self.n_slots = 0  # slots numbered over all tensors, in order
-        self.unit = options.page_nbytes
-        self.bounded = binding_pools(graph, capacities, self.unit)
+        self.page = options.page_nbytes
+        self.unit = occupancy_unit(capacities, self.page)  # bytes per unit of occupancy
+        self.bounded = binding_pools(graph, capacities, self.page)
         # Exact edge reductions (see :meth:`_dominated`) are proven for two pools, synchronous.
         self.reduce = (options.reduce and len(system.pools) == 2
                        and options.formulation is Formulation.SYNCHRONOUS)
@@ -236,10 +261,10 @@ class _Builder:
             var = self.lp.add_var(ub=1.0, binary=True, cost=self.time * option.seconds)
             self.record((RERUN, option.before, -1, -1, -1, 0))
             self.rerun_var[option.kernel, option.before] = var
-            pages = sum(round_up(int(live.nbytes[t]), self.unit) for t in option.outputs)
-            pages += round_up(int(live.workspace_nbytes[option.kernel]), self.unit)
+            held = sum(round_up(int(live.nbytes[t]), self.page) for t in option.outputs)
+            held += round_up(int(live.workspace_nbytes[option.kernel]), self.page)
             h = 2 * option.before
-            self._occupy(h, h, pages / self.unit, [(var, frozenset({0}))])
+            self._occupy(h, h, held / self.unit, [(var, frozenset({0}))])
             out.append((var, option))
         return out
 
@@ -327,7 +352,7 @@ class _Builder:
         its steady-state rows; their bytes go to the occupancy deltas."""
         t = ts.tensor
         nbytes = int(self.live.nbytes[t])
-        tensor = _Tensor(ts, nbytes, round_up(nbytes, self.unit) / self.unit, self.n_slots)
+        tensor = _Tensor(ts, nbytes, round_up(nbytes, self.page) / self.unit, self.n_slots)
         self.n_slots += len(ts.slots)
         allowed = allowed_states(self.graph, self.system, self.options, t)
         users = self.live.use_kernels[self.live.use_ptr[t]:self.live.use_ptr[t + 1]].tolist()
@@ -753,7 +778,7 @@ class _Builder:
 
     def _capacity(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
         lp = self.lp
-        workspace = [round_up(int(w), self.unit) / self.unit for w in self.live.workspace_nbytes]
+        workspace = [round_up(int(w), self.page) / self.unit for w in self.live.workspace_nbytes]
         occ_vars: dict[int, list[int]] = {}
         occ_rows: dict[int, list[int]] = {}
         for q in self.bounded:
@@ -772,8 +797,8 @@ class _Builder:
                     raise CapacityError(
                         f"pool {self.system.pools[q].name!r} cannot hold kernel "
                         f"{self.graph.kernels[k].name!r}'s workspace of "
-                        f"{int(workspace[k] * self.unit)} bytes",
-                        hint=f"give the pool at least {int(workspace[k] * self.unit)} bytes",
+                        f"{round(workspace[k] * self.unit)} bytes",
+                        hint=f"give the pool at least {round(workspace[k] * self.unit)} bytes",
                     )
                 occ = lp.add_var(lb=0.0, ub=limit)
                 self.record((OCCUPANCY, k, -1, -1, -1, 0))

@@ -149,7 +149,9 @@ class ModelIndex:
     options: FormulationOptions
     """The options the model was built with."""
     nbytes_per_unit: int
-    """Bytes per unit of the capacity rows (the page size: sizes are whole pages)."""
+    """Bytes per unit of the capacity rows (a page, or a power-of-two multiple of it:
+    :func:`~autotm_core.ilp.formulation.occupancy_unit`; sizes are whole pages of
+    :attr:`~autotm_core.ilp.options.FormulationOptions.page_nbytes`)."""
     columns: Columns
     """Per column: its kind, anchor kernel, slot and states (recorded while building)."""
     cyclic_rows: list[int]

@@ -190,7 +190,7 @@ def always_fast(index: ModelIndex, graph: Graph,
     cap = index.capacities[0]
     if cap is None or 0 not in index.occupancy_vars:
         return columns, values, 0, kept
-    unit = index.nbytes_per_unit
+    unit = index.options.page_nbytes
     limit = cap // unit
     limit[1:] = np.minimum(limit[1:], cap[:-1] // unit)
     tensors, workspace = held_pages(graph, unit)
@@ -228,7 +228,7 @@ def never_fast(index: ModelIndex, graph: Graph, system: MemorySystem, *,
     cap = index.capacities[0]
     if cap is None or 0 not in index.occupancy_vars:
         return columns, values, 0
-    unit, states, live = index.nbytes_per_unit, index.states, graph.liveness
+    unit, states, live = index.options.page_nbytes, index.states, graph.liveness
     headroom = _RangeMin(cap - forced_fast_nbytes(graph, system, index.options))
     count = 0
     for t, ts in enumerate(index.tensors):
