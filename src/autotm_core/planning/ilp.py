@@ -58,7 +58,7 @@ from autotm_core.planning.problem import Problem
 from autotm_core.planning.settings import PlanSettings
 from autotm_core.plans.model import Plan
 from autotm_core.solvers.base import Solver, SolveResult, TerminationCondition
-from autotm_core.units import PAGE_NBYTES
+from autotm_core.units import PAGE_NBYTES, format_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -575,9 +575,19 @@ def _kept(chain: _Chain, report: Outcome, best: Held) -> Outcome:
         own = report.solve.objective_seconds if report.solve is not None else None
         against = ("" if own is None or own == best.step_seconds
                    else f" ({own:.6g} s against {best.step_seconds:.6g} s)")
-        note = (f"the {stage} search found no plan better than the {simpler} plan it started "
-                f"from{against}; every {simpler} plan is {_a(stage)} plan, so that one is "
-                "returned")
+        rounds = report.addresses.rounds if report.addresses is not None else ()
+        if rounds and not any(r.fits for r in rounds) and own is not None \
+                and own < best.step_seconds:  # its own plans never packed
+            overflow = min(r.overflow_nbytes for r in rounds)
+            note = (f"the {stage} search's plan ({own:.6g} s) did not fit addresses within "
+                    f"the time limit (its packing ran {format_bytes(overflow)} over after "
+                    f"{len(rounds)} round(s)), so the {simpler} plan it "
+                    f"started from ({best.step_seconds:.6g} s), which fits, is returned; "
+                    "more time (--time-limit) leaves room for a round with tightened limits")
+        else:
+            note = (f"the {stage} search found no plan better than the {simpler} plan it "
+                    f"started from{against}; every {simpler} plan is {_a(stage)} plan, so "
+                    "that one is returned")
     else:
         note = (f"the {stage} search found no plan faster than the {source} plan it was "
                 f"offered, so that plan is returned (every such plan is {_a(stage)} plan)")
