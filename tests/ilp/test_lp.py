@@ -90,10 +90,11 @@ def test_matrix_problem_has_the_programs_arrays():
     assert lp.violations(np.array([0.5, 0.0]), tolerance=1e-9) == [0, 2]
 
 
-def test_capacity_rows_count_in_units_that_keep_limits_near_a_million():
+def test_capacity_rows_count_in_units_that_keep_limits_under_2_to_the_25():
     """GPT-2 at batch 256 holds 98 GiB of HBM at 1:1: counted in bytes (no pages) the limit
     was 1e11, and HiGHS called a plan optimal in its presolve that the same model beat by
-    23%; in units of 512 KiB it is 2e5, and tensor sizes stay whole pages of the options."""
+    23%; in units of 4 KiB it is 2.6e7, and tensor sizes stay whole pages of the options.
+    Smaller limits keep their units, so their models do not change."""
     from autotm_core.ilp.formulation import (
         MAX_OCCUPANCY_UNIT_NBYTES,
         MAX_OCCUPANCY_UNITS,
@@ -103,7 +104,9 @@ def test_capacity_rows_count_in_units_that_keep_limits_near_a_million():
     from autotm_core.ilp.options import Formulation
     from autotm_core.planning import load_problem
 
-    assert occupancy_unit([None, np.array([64 * MiB, 32 * MiB])], 1) == 64
+    assert occupancy_unit([None, np.array([32 * MiB, 16 * MiB])], 1) == 1
+    assert occupancy_unit([np.array([64 * MiB])], 1) == 2
+    assert occupancy_unit([None, np.array([64 * 2**30, 32 * MiB])], 1) == 2048
     assert occupancy_unit([np.array([3 * MiB])], 4096) == 4096  # the page when it fits
     assert occupancy_unit([None], 1) == 1
     assert occupancy_unit([np.array([2.0**60])], 1) == MAX_OCCUPANCY_UNIT_NBYTES

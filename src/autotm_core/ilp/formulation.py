@@ -30,7 +30,7 @@ an exact reduction.
   both pools): occupancy ``O[h] = O[h-1] + (what enters at h) - (what left)``, with
   the capacity (less the kernel's workspace in the fastest pool) as ``O``'s bound.
   Sizes are rounded up to pages, and counted in units of a page or a power-of-two
-  multiple of it (:func:`occupancy_unit`) that keeps every limit near a million units.
+  multiple of it (:func:`occupancy_unit`) that keeps every limit under 2^25 units.
 - Steady state: a tensor that exists before the step and survives it ends the step
   holding every pool it began in (per pool, its first slot's states holding the pool
   add up to no more than its last slot's): the next step starts where this one ends.
@@ -96,12 +96,14 @@ stopping at a plan 1% slower); at Inception v4 b64 (1,627 kernels) it leaves out
 the asynchronous edges."""
 
 
-MAX_OCCUPANCY_UNITS = 2**20
-"""The capacity rows count bytes in units that keep the largest limit under this many: a
-limit of 98 GiB counted in bytes (no pages: plans without addresses) is 1e11, 1e17 times
-the solvers' feasibility tolerance, and HiGHS then called a plan of GPT-2 at batch 256
-optimal (3.766 s, its bound the same) in its presolve, where the same model held a plan of
-2.901 s; in units of 128 KiB it bounds the same model at 0.89 s."""
+MAX_OCCUPANCY_UNITS = 2**25
+"""The capacity rows count bytes in units that keep the largest limit under this many
+(3.4e7): a limit of 98 GiB counted in bytes (no pages: plans without addresses) is 1e11,
+1e17 times the solvers' feasibility tolerance, and HiGHS then called a plan of GPT-2 at
+batch 256 optimal (3.766 s, its bound the same) in its presolve, where the same model held
+a plan of 2.901 s; in 4 KiB pages (2.6e7 units) it bounds the same model at 0.89 s. Limits
+under it keep their units (every model with addresses up to 128 GiB: the page), so their
+models are unchanged."""
 MAX_OCCUPANCY_UNIT_NBYTES = 2**19
 """Units no larger than this (unless a page is): the solvers' feasibility tolerance (1e-6
 of a unit) stays under a byte, so no plan the model takes overflows a limit."""
@@ -109,8 +111,8 @@ of a unit) stays under a byte, so no plan the model takes overflows a limit."""
 
 def occupancy_unit(capacities: Sequence[np.ndarray | None], page_nbytes: int) -> int:
     """Bytes per unit of the capacity rows: ``page_nbytes`` doubled until the largest limit
-    in ``capacities`` is at most :data:`MAX_OCCUPANCY_UNITS` units (or the unit
-    :data:`MAX_OCCUPANCY_UNIT_NBYTES`)."""
+    in ``capacities`` (those of the pools whose rows the model has) is at most
+    :data:`MAX_OCCUPANCY_UNITS` units (or the unit :data:`MAX_OCCUPANCY_UNIT_NBYTES`)."""
     largest = max((float(np.max(cap)) for cap in capacities if cap is not None and len(cap)),
                   default=0.0)
     unit = page_nbytes
@@ -192,8 +194,9 @@ class _Builder:
         self.record = self.recorder.facts.extend  # six facts per column, as it is added
         self.n_slots = 0  # slots numbered over all tensors, in order
         self.page = options.page_nbytes
-        self.unit = occupancy_unit(capacities, self.page)  # bytes per unit of occupancy
         self.bounded = binding_pools(graph, capacities, self.page)
+        # bytes per unit of occupancy, from the limits the capacity rows hold
+        self.unit = occupancy_unit([capacities[q] for q in self.bounded], self.page)
         # Exact edge reductions (see :meth:`_dominated`) are proven for two pools, synchronous.
         self.reduce = (options.reduce and len(system.pools) == 2
                        and options.formulation is Formulation.SYNCHRONOUS)
