@@ -708,10 +708,9 @@ def _result(state: ApproximateSearch) -> ApproximatePlanResult:
     check_plan(best.plan, graph, system)
     step = best.step_seconds
     if state.index is None:  # no model was built: every kernel at its fastest
-        from autotm_core.planning.bound_rates import least_seconds
+        from autotm_core.costs.model import least_kernel_seconds
 
-        state.kernel_bound = float(least_seconds(costs, graph.liveness,
-                                                 system.fast.capacity_nbytes).sum())
+        state.kernel_bound = float(least_kernel_seconds(costs, len(graph.kernels)).sum())
         state.bound, state.bound_source = state.kernel_bound, "kernels"
     bound, bound_source = state.bound, state.bound_source
     if bound > step * (1 + 1e-9) and best.source.origin not in (Origin.SOLVE, Origin.STRETCHES):
