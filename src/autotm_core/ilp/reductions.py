@@ -190,10 +190,10 @@ def always_fast(index: ModelIndex, graph: Graph,
     cap = index.capacities[0]
     if cap is None or 0 not in index.occupancy_vars:
         return columns, values, 0, kept
-    unit = index.options.page_nbytes
-    limit = cap // unit
-    limit[1:] = np.minimum(limit[1:], cap[:-1] // unit)
-    tensors, workspace = held_pages(graph, unit)
+    page = index.options.page_nbytes
+    limit = cap // page
+    limit[1:] = np.minimum(limit[1:], cap[:-1] // page)
+    tensors, workspace = held_pages(graph, page)
     prefix = np.concatenate([[0], np.cumsum(tensors + workspace > limit)])
     fast_ok = _fast_never_slower(costs, graph)
     fast_only = _fast_only(index)
@@ -228,14 +228,14 @@ def never_fast(index: ModelIndex, graph: Graph, system: MemorySystem, *,
     cap = index.capacities[0]
     if cap is None or 0 not in index.occupancy_vars:
         return columns, values, 0
-    unit, states, live = index.options.page_nbytes, index.states, graph.liveness
+    page, states, live = index.options.page_nbytes, index.states, graph.liveness
     headroom = _RangeMin(cap - forced_fast_nbytes(graph, system, index.options))
     count = 0
     for t, ts in enumerate(index.tensors):
         slot_vars = index.slot_vars[t]
         if t in skip or all(len(xs) == 1 for xs in slot_vars):
             continue
-        size = -(-int(live.nbytes[ts.tensor]) // unit) * unit
+        size = -(-int(live.nbytes[ts.tensor]) // page) * page
         for slot, xs in zip(ts.slots, slot_vars, strict=True):
             fast_states = [s for s in xs if 0 in states[s].pools]
             if not fast_states or len(fast_states) == len(xs):

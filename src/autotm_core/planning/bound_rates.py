@@ -70,14 +70,14 @@ def least_seconds(costs: KernelCosts, liveness: Liveness,
     for a tensor that fits it: a relaxation, never above the least. Where no configuration
     fits (no plan does then), the least over all of them."""
     nbytes = liveness.nbytes[liveness.kernel_tensors].astype(np.float64)
+    separable = costs.separable()
+    if separable is None and capacity_nbytes is not None:
+        return np.array([_least_of_table(costs, k, nbytes[liveness.kernel_tensor_slice(k)],
+                                         capacity_nbytes) for k in range(liveness.n_kernels)],
+                        dtype=np.float64)
     too_big = None if capacity_nbytes is None else nbytes > capacity_nbytes
     least = least_kernel_seconds(costs, liveness.n_kernels, elsewhere=too_big)
-    separable = costs.separable()
     if separable is None:
-        if capacity_nbytes is not None:
-            for k in range(liveness.n_kernels):
-                least[k] = _least_of_table(costs, k, nbytes[liveness.kernel_tensor_slice(k)],
-                                           capacity_nbytes, least[k])
         return least
     widths = np.diff(separable.kernel_ptr)
     for width in np.unique(widths).tolist():
@@ -91,12 +91,15 @@ def least_seconds(costs: KernelCosts, liveness: Liveness,
 
 
 def _least_of_table(costs: KernelCosts, kernel: int, nbytes: FloatArray,
-                    capacity_nbytes: int, unfitted: float) -> float:
+                    capacity_nbytes: int) -> float:
     """The least seconds of a tabled ``kernel`` over its configurations whose tensors in the
-    fastest pool (of ``nbytes`` each) fit ``capacity_nbytes``; ``unfitted`` if none does."""
+    fastest pool (of ``nbytes`` each) fit ``capacity_nbytes``; over all of them if none
+    does (0 without any, as :func:`~autotm_core.costs.model.least_kernel_seconds`)."""
     table = costs.table(kernel)
+    if not len(table.seconds):
+        return 0.0
     fits = (table.configs == 0) @ nbytes <= capacity_nbytes
-    return float(table.seconds[fits].min()) if fits.any() else unfitted
+    return float(table.seconds[fits].min() if fits.any() else table.seconds.min())
 
 
 def _enumerated_least(costs: SeparableCosts, kernels: IntArray, width: int,

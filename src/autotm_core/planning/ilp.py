@@ -583,7 +583,8 @@ def _kept(chain: _Chain, report: Outcome, best: Held) -> Outcome:
                     f"the time limit (its packing ran {format_bytes(overflow)} over after "
                     f"{len(rounds)} round(s)), so the {simpler} plan it "
                     f"started from ({best.step_seconds:.6g} s), which fits, is returned; "
-                    "more time (--time-limit) leaves room for a round with tightened limits")
+                    "with more time (--time-limit) a round with tightened limits may find "
+                    "one that packs")
         else:
             note = (f"the {stage} search found no plan better than the {simpler} plan it "
                     f"started from{against}; every {simpler} plan is {_a(stage)} plan, so "
