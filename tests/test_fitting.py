@@ -146,3 +146,47 @@ def test_never_slower_than_a_fitting_start_plan() -> None:
     # the pinned model's bound is above the plan kept, which lies outside it: no bound
     assert pinned.result.bound_seconds > free.result.step_seconds
     assert pinned.bound_seconds is None
+
+
+def _tied_head() -> autotm_core.Graph:
+    """A weight read at the first kernel, by the head and by its backward pass, whose logits
+    and their gradient fill HBM at the loss to less than the weight's size: the plan moves
+    the weight out around the loss and back, so its stays at the step's start and end (one
+    address: the next step finds it there) meet each of the two big tensors."""
+    from autotm_core.ir.builder import GraphBuilder
+
+    mib = 2**20
+    g = GraphBuilder("tied-head")
+    g.tensor("x", nbytes=mib, kind="input")
+    g.tensor("w", nbytes=64 * mib, kind="parameter")
+    g.tensor("dw", nbytes=64 * mib, kind="gradient")
+    for name, nbytes in (("h", 4 * mib), ("dh", 4 * mib), ("logits", 1024 * mib),
+                         ("dlogits", 1024 * mib)):
+        g.tensor(name, nbytes=nbytes)
+    g.tensor("loss", nbytes=8, kind="output")
+    g.kernel("embed", op="embedding", inputs=["x", "w"], outputs=["h"])
+    g.kernel("head", op="matmul", inputs=["h", "w"], outputs=["logits"], flops=1e12)
+    g.kernel("loss", op="loss", inputs=["logits"], outputs=["loss", "dlogits"], flops=1e11)
+    g.kernel("head_bwd", op="matmul", inputs=["dlogits", "w", "h"], outputs=["dh", "dw"],
+             flops=2e12)
+    g.kernel("update", op="sgd", inputs=["w", "dw", "dh"], outputs=["w"])
+    return g.build()
+
+
+def test_a_weight_whose_stays_at_the_step_ends_share_no_address_begins_outside() -> None:
+    graph, system = _tied_head(), preset("gpu-h200")
+    capacity = 2 * 2**30 + 40 * 2**20  # the logits and their gradient, and 40 MiB
+    fitted = plan_with_addresses(graph, system, fast_capacity_nbytes=capacity)
+    first, last = fitted.rounds[0], fitted.rounds[-1]
+    # round 1 keeps w in HBM but for the loss: its one address must lie clear of the
+    # logits (at the head) and of their gradient (at its backward), which fill HBM
+    assert not first.fits and first.split_tensors == ("w",)
+    assert last.fits and len(fitted.rounds) == 2 and fitted.begin_outside == {"hbm": ("w",)}
+    assert fitted.limits == {}  # the limits were not cut: every kernel's bytes did fit
+    starts = [r for r in fitted.plan.residencies if r.tensor == "w" and r.first == 0]
+    assert starts and all(r.pool != "hbm" for r in starts)
+    assert verify_plan(fitted.plan, graph, system.with_capacity("hbm", capacity)) == []
+    assert fitted.plan.attributes["options"]["begin_outside"] == {"hbm": ["w"]}
+    # beginning outside costs a fetch or slow reads of 64 MiB; cutting every limit by the
+    # overflow (as before) left the logits and their gradient no room together: 2.9x
+    assert last.step_seconds < 1.1 * first.step_seconds

@@ -72,3 +72,34 @@ def test_a_plan_that_does_not_end_where_it_began_is_no_start():
     values = warm_start_from_plan(index, paid, graph, system)
     assert values is not None
     assert index.lp.violations(values, tolerance=FEASIBILITY_TOLERANCE) == []
+
+
+def test_a_plan_beginning_a_tensor_where_the_model_bars_it_starts_it_elsewhere():
+    # begin_outside (address fitting) bars w from dram at the step's start: the start
+    # begins w in pmm, fetches it for its first use and ends the step with it in pmm too
+    from autotm_core.ilp.options import FormulationOptions
+    from autotm_core.plans import Residency, make_plan
+    from autotm_core.plans.verify import verify_plan
+
+    from .test_steady_state import MiB, ends_where_it_began, update_step
+
+    graph = update_step()
+    system = preset("optane-2019").with_capacity("dram", 25 * MiB)
+    costs = roofline_costs(graph, system)
+    plan = make_plan(graph, system, planner="in-dram", residencies=[
+        Residency("w", "dram", 0, 3), Residency("a", "dram", 0, 1),
+        Residency("g", "dram", 1, 3)])
+    assert ends_where_it_began(plan, graph) == [] and verify_plan(plan, graph, system) == []
+    barred = build_program(graph, costs, system,
+                           options=FormulationOptions(begin_outside={"dram": ["w"]}))
+    values = warm_start_from_plan(barred, plan, graph, system)
+    assert values is not None
+    assert barred.lp.violations(values, tolerance=FEASIBILITY_TOLERANCE) == []
+    w = next(t for t, ts in enumerate(barred.tensors) if graph.tensors[ts.tensor].name == "w")
+    first, last = (next(s for s, v in xs.items() if values[v] > 0.5)
+                   for xs in (barred.slot_vars[w][0], barred.slot_vars[w][-1]))
+    pmm = system.pool_index("pmm")
+    assert barred.states[first].pools == {pmm} and pmm in barred.states[last].pools
+    # the same plan, unbarred, maps as it is
+    free = build_program(graph, costs, system)
+    assert warm_start_from_plan(free, plan, graph, system) is not None

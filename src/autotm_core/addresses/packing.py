@@ -124,8 +124,11 @@ def assign_offsets(
             PoolPacking(pool.name, capacity, height, bound, name, len(item_size), pairs)
         )
         if height > capacity:
+            above = np.flatnonzero(placed[: len(mine)] + item_size[: len(mine)] > capacity)
+            split = sorted({graph.tensors[int(t)].name
+                            for t in arrays.res_tensor[mine[above[partner[above] >= 0]]]})
             overflows.append(
-                _overflow(pool.name, capacity, item_start, item_end, item_size, placed)
+                _overflow(pool.name, capacity, item_start, item_end, item_size, placed, split)
             )
             logger.info(
                 "pool %s: packing needs %s, capacity %s",
@@ -241,7 +244,8 @@ def _encode(plan: Plan, graph: Graph, system: MemorySystem) -> PlanArrays:
 
 
 def _overflow(
-    pool: str, capacity: int, start: IntArray, end: IntArray, size: IntArray, placed: IntArray
+    pool: str, capacity: int, start: IntArray, end: IntArray, size: IntArray, placed: IntArray,
+    split_tensors: Sequence[str] = (),
 ) -> Overflow:
     """Per kernel, how far past ``capacity`` the highest item present there ends."""
     top = placed + size
@@ -267,7 +271,7 @@ def _overflow(
             next_free[t] = t + 1
             t = find(t + 1)
     kernels = sorted(excess)
-    return Overflow(pool, kernels, [excess[k] for k in kernels])
+    return Overflow(pool, kernels, [excess[k] for k in kernels], tuple(split_tensors))
 
 
 def _with_offsets(

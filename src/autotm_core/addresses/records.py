@@ -21,6 +21,10 @@ def _to_ints(value: Iterable[int]) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _to_names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(slots=True)
 class PoolPacking:
     """How the residencies of one capacity-limited pool were packed into addresses."""
@@ -64,6 +68,11 @@ class Overflow:
     A synchronous copy before kernel ``k`` counts at ``k``."""
     excess_nbytes: tuple[int, ...] = attrs.field(converter=_to_ints)
     """For each of :attr:`kernels`, how far past the capacity the highest placed item there ends."""
+    split_tensors: tuple[str, ...] = attrs.field(default=(), converter=_to_names)
+    """Tensors that exist before the step and survive it, held here at the step's start and,
+    after leaving the pool, again at its end, whose one shared offset (the next step finds
+    them where this one leaves them) lies past the capacity: no address was free during
+    both stays. Held outside this pool at the step's start they need no shared offset."""
 
     def __attrs_post_init__(self) -> None:
         if len(self.kernels) != len(self.excess_nbytes) or not self.kernels:

@@ -7,7 +7,10 @@ search's :class:`~autotm_core.ilp.search.pool.IncumbentPool`). When a pool's
 packing overflows, it lowers that pool's per-kernel limit around each overflowing
 kernel (+- the strategy's
 :attr:`~autotm_core.ilp.search.strategy.Strategy.tighten_kernels`, as AutoTM did)
-by at least the bytes the packing ran over there, and solves again. The plan it
+by at least the bytes the packing ran over there, and solves again. Where the overflow
+is a tensor held in the pool at the step's start and again at its end whose two stays
+found no common address (the next step finds it where this one leaves it), the next round
+has that tensor begin the step outside the pool instead, and keeps the limits. The plan it
 returns carries an offset for every residency of every bounded pool and passes the
 verifier: it fits by construction.
 
@@ -22,7 +25,7 @@ model, whose bound says nothing about the problem.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -54,6 +57,10 @@ DEFAULT_MAX_ROUNDS = 8
 """Solves tried before :func:`plan_with_addresses` gives up."""
 
 
+def _to_names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class FitRound:
     """One solve of the address-fitting loop and how its plan packed."""
@@ -70,6 +77,10 @@ class FitRound:
     """Largest excess over a capacity (0 when it fits)."""
     overflow_kernels: int = attrs.field(validator=attrs.validators.ge(0))
     """Kernels at which some packing ran over its capacity."""
+    split_tensors: tuple[str, ...] = attrs.field(default=(), converter=_to_names)
+    """Tensors held in a bounded pool at the step's start and again at its end whose two stays
+    found no common address (:attr:`autotm_core.addresses.Overflow.split_tensors`), over every
+    pool: the next round has them begin the step outside that pool."""
     seconds: float = attrs.field(validator=attrs.validators.ge(0))
     """Model build, hand-off and solve seconds of the round."""
 
@@ -89,6 +100,9 @@ class FittedPlan:
     """Every round, in order."""
     limits: Mapping[str, tuple[int, ...]] = attrs.field(factory=dict)
     """Per-kernel limits the last round solved under, for the pools the loop tightened."""
+    begin_outside: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    """Per pool, the tensors the loop had begin the step outside it (sorted names; see
+    :attr:`FitRound.split_tensors`)."""
     bound_seconds: float | None = None
     """The first round's proven lower bound, in seconds: that model has the real limits, so
     it bounds every plan the model allows, every round's included (``None``: unknown, or
@@ -253,6 +267,8 @@ class _Fitting(SearchState):
     pool: IncumbentPool
     on_round: Callable[[FitRound], None] | None
     limits: dict[str, np.ndarray] = attrs.field(factory=dict)
+    begin_outside: dict[str, frozenset[str]] = attrs.field(factory=dict)
+    """Per pool, the tensors barred from it at the step's start so far (see :meth:`_tighten`)."""
     rounds: list[FitRound] = attrs.field(factory=list)
     bound: float | None = None
     """The first round's bound (its limits are the real ones)."""
@@ -274,8 +290,8 @@ class _Fitting(SearchState):
         best = self.pool.best(self.options.formulation)
         if best is None:
             return None
-        return _fitted(best, self.packing, self.result, self.rounds, self.limits, self.bound,
-                       interrupted)
+        return _fitted(best, self.packing, self.result, self.rounds, self.limits,
+                       self.begin_outside, self.bound, interrupted)
 
     def round(self, number: int, *, last: bool) -> FittedPlan | None:
         """Round ``number``: solve under the limits so far, pack, offer; the loop's answer when
@@ -294,7 +310,8 @@ class _Fitting(SearchState):
         try:
             result = plan_graph(
                 self.graph, self.system,
-                options=attrs.evolve(self.options, capacities=capacities),
+                options=attrs.evolve(self.options, capacities=capacities,
+                                     begin_outside=self._begin_outside()),
                 start_plans=previous, budget=self.budget, fits=self._packs, costs=self.costs,
                 solver=self.solver, relative_gap=self.relative_gap, strategy=self.strategy,
                 listener=self.listener, make_greedy=False)
@@ -345,6 +362,7 @@ class _Fitting(SearchState):
             fragmentation_nbytes=int(assignment.fragmentation_nbytes),
             overflow_nbytes=max((o.overflow_nbytes for o in assignment.overflows), default=0),
             overflow_kernels=len({k for o in assignment.overflows for k in o.kernels}),
+            split_tensors=sorted({t for o in assignment.overflows for t in o.split_tensors}),
             seconds=result.solve.build_seconds + result.solve.handoff_seconds
             + result.solve.solve_seconds)
         self.rounds.append(fit)
@@ -354,14 +372,37 @@ class _Fitting(SearchState):
         if self.on_round is not None:
             self.on_round(fit)
 
+    def _begin_outside(self) -> dict[str, frozenset[str]]:
+        pools = set(self.options.begin_outside) | set(self.begin_outside)
+        return {p: self.options.begin_outside.get(p, frozenset())
+                | self.begin_outside.get(p, frozenset()) for p in pools}
+
     def _tighten(self, result: PlanResult, assignment: OffsetAssignment) -> None:
-        """Lower the limits around every overflow of ``assignment`` (see :func:`tighten`)."""
+        """Lower the limits around every overflow of ``assignment`` (see :func:`tighten`).
+
+        A pool whose overflow lies in tensors held there at the step's start and again at
+        its end, whose two stays found no common address (:attr:`Overflow.split_tensors`),
+        keeps its limits this round: those tensors begin the step outside it instead. The
+        bytes did fit at every kernel; the overflow is the two stays' shared offset, and
+        lowering every limit would cut good plans off (GPT-2 b256 on ``gpu-h200`` 1:1:
+        the tied embedding left HBM around the loss, which its logits and their gradient
+        filled to 60 MiB of the limit)."""
         from autotm_core.ilp.infeasible import forced_fast_nbytes
         from autotm_core.ilp.options import resolve_capacities
 
         base = resolve_capacities(self.graph, self.system, self.options.capacities)
         floor = forced_fast_nbytes(self.graph, self.system, self.options)
         for overflow in assignment.overflows:
+            barred = self._begin_outside().get(overflow.pool, frozenset())
+            split = frozenset(overflow.split_tensors) - barred
+            if split:
+                logger.info("address fitting: %d tensor(s) begin the step outside pool %r "
+                            "next round (their stays at the step's start and end found no "
+                            "common address): %s", len(split), overflow.pool,
+                            ", ".join(sorted(split)[:5]) + (", ..." if len(split) > 5 else ""))
+                self.begin_outside[overflow.pool] = (
+                    self.begin_outside.get(overflow.pool, frozenset()) | split)
+                continue
             p = self.system.pool_index(overflow.pool)
             current = self.limits.get(overflow.pool, base[p])
             if current is None:  # only a pool with a capacity can overflow
@@ -402,8 +443,8 @@ def _honest(plan: Plan, bound: float | None, number: int) -> Plan:
 
 
 def _fitted(best: Held, packing: Packing, result: PlanResult | None, rounds: list[FitRound],
-            limits: Mapping[str, np.ndarray], bound: float | None,
-            interrupted: bool) -> FittedPlan:
+            limits: Mapping[str, np.ndarray], begin_outside: Mapping[str, frozenset[str]],
+            bound: float | None, interrupted: bool) -> FittedPlan:
     """The loop's answer: ``best``, the fastest held plan that packs."""
     if (bound is not None and best.source.round == 0
             and best.step_seconds < bound * (1 - 1e-9)):
@@ -412,7 +453,9 @@ def _fitted(best: Held, packing: Packing, result: PlanResult | None, rounds: lis
                     "reported", best.source.describe())
         bound = None
     return FittedPlan(plan=best.plan, result=result, assignment=packing.assignment(best.plan),
-                      rounds=tuple(rounds), limits=_frozen(limits), bound_seconds=bound,
+                      rounds=tuple(rounds), limits=_frozen(limits),
+                      begin_outside={p: tuple(sorted(n)) for p, n in begin_outside.items()},
+                      bound_seconds=bound,
                       source=best.source, interrupted=interrupted)
 
 

@@ -359,7 +359,8 @@ class _Builder:
         self.n_slots += len(ts.slots)
         allowed = allowed_states(self.graph, self.system, self.options, t)
         users = self.live.use_kernels[self.live.use_ptr[t]:self.live.use_ptr[t + 1]].tolist()
-        slot_vars = [self._slot(tensor, i, allowed, users) for i in range(len(ts.slots))]
+        slot_vars = [self._slot(tensor, i, self._begins(ts, allowed) if i == 0 else allowed,
+                                users) for i in range(len(ts.slots))]
         all_edges = [self._transition(tensor, i, slot_vars[i], slot_vars[i + 1])
                      for i in range(len(ts.transitions))]
         for i in range(1, len(ts.transitions)):
@@ -369,6 +370,18 @@ class _Builder:
         if ts.cyclic and len(slot_vars) > 1:
             self._steady_state(slot_vars[0], slot_vars[-1])
         return slot_vars, all_edges
+
+    def _begins(self, ts: TensorSlots, allowed: list[int]) -> list[int]:
+        """The states ``ts`` may begin the step in: ``allowed`` less those holding a pool that
+        :attr:`~autotm_core.ilp.options.FormulationOptions.begin_outside` bars it from (all
+        of ``allowed`` when that would leave none)."""
+        if not ts.cyclic or not self.options.begin_outside:
+            return allowed
+        name = self.graph.tensors[ts.tensor].name
+        barred = {self.system.pool_index(p) for p, names in self.options.begin_outside.items()
+                  if name in names}
+        begins = [s for s in allowed if not (self.states[s].pools & barred)]
+        return begins or allowed
 
     def _slot(self, tensor: _Tensor, i: int, allowed: list[int],
               users: list[int]) -> dict[int, int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -46,6 +46,10 @@ def _capacity_value(instance: object, attribute: attrs.Attribute, value: object)
                 "(or one per kernel)",
                 hint="give bytes, e.g. 16 * 2**30, or a list with one limit per kernel",
             )
+
+
+def _to_name_sets(value: Mapping[str, Iterable[str]] | None) -> dict[str, frozenset[str]]:
+    return {pool: frozenset(names) for pool, names in (value or {}).items() if names}
 
 
 def _to_capacities(value: Mapping[str, int | Sequence[int]] | None) -> dict[str, object]:
@@ -96,6 +100,13 @@ class FormulationOptions:
         factory=dict, converter=_to_capacities, validator=_capacity_value)
     """Limit per pool name, overriding the memory system's: one number of bytes for the whole
     program, or a tuple with one limit per kernel (what the address-fitting loop tightens)."""
+    begin_outside: Mapping[str, frozenset[str]] = attrs.field(factory=dict,
+                                                               converter=_to_name_sets)
+    """Per pool name, tensors (by name) that exist before the step and survive it and may not
+    be in that pool when the step begins. The address-fitting loop sets it for a tensor whose
+    stays in the pool at the step's start and at its end could not share one address
+    (:attr:`autotm_core.addresses.Overflow.split_tensors`): begun elsewhere, the tensor is
+    fetched for its first use instead, and its stays need no common address."""
 
     def to_json(self) -> dict[str, object]:
         """The options as JSON values (kept in a plan's attributes)."""
@@ -108,6 +119,8 @@ class FormulationOptions:
             "pinned_kinds": sorted(k.value for k in self.pinned_kinds),
             "recompute": self.recompute,
             "recompute_depth": self.recompute_depth,
+            **({"begin_outside": {p: sorted(names) for p, names in self.begin_outside.items()}}
+               if self.begin_outside else {}),
         }
 
 

@@ -75,6 +75,7 @@ def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, in
     state_of = {s.pools: i for i, s in enumerate(states)}
     slowest = max(s.usable for s in states)
     chosen: list[int] = []
+    moved_start = False  # whether the model bars every state the plan begins the tensor in
     for i, (slot, allowed) in enumerate(zip(ts.slots, index.slot_vars[t], strict=True)):
         held = _held(spans, slot.first, slot.last)
         seen = [state_of[p] for p in held if p in state_of]
@@ -92,9 +93,18 @@ def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, in
                 wanted.append(chosen[-1])
         before = chosen[-1] if chosen else None
         edges = index.edges[t][i - 1] if i else []
+        if ts.cyclic and i == len(ts.slots) - 1 and i and moved_start:
+            # the step ends in every pool it began in (the steady-state rows): where the
+            # model has the tensor begin elsewhere than the plan (``begin_outside``), the
+            # last slot adds those pools
+            begun = states[chosen[0]].pools
+            wanted = [*(state_of[p | begun] for p in held if p | begun in state_of),
+                      *(state_of[begun] for _ in (0,) if begun in state_of), *wanted]
         s = _pick(states, wanted, allowed, edges, before)
         if s is None:
             return None
+        if not i:
+            moved_start = s not in wanted
         chosen.append(s)
     return chosen
 
@@ -104,7 +114,10 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
     """Values of every model variable describing ``plan`` (or a plan no worse); ``None``
     when the model cannot express it or the values break a row (the reason is logged).
 
-    The objective of the values returned is at most the plan's simulated step time.
+    The objective of the values returned is at most the plan's simulated step time, but
+    where the model bars a tensor from every state the plan begins the step with it in
+    (:attr:`~autotm_core.ilp.options.FormulationOptions.begin_outside`): the values then
+    begin it in the cheapest state allowed, and end the step there too.
     """
     lp = index.lp
     values = np.zeros(lp.n_vars)

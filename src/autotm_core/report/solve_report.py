@@ -88,7 +88,8 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
                   for p in a.assignment.pools],
         "round_details": [{"round": r.round, "fits": r.fits, "step_seconds": r.step_seconds,
                            "overflow_nbytes": r.overflow_nbytes,
-                           "overflow_kernels": r.overflow_kernels, "seconds": r.seconds}
+                           "overflow_kernels": r.overflow_kernels,
+                           "split_tensors": list(r.split_tensors), "seconds": r.seconds}
                           for r in a.rounds],
     }
     return facts
@@ -241,10 +242,18 @@ def _rounds(outcome: Outcome) -> Table | None:
     table = Table(title="address-fitting rounds", title_justify="left")
     for column in ("round", "step", "overflow", "at kernels", "seconds"):
         table.add_column(column, justify="right")
+    split = any(r.split_tensors for r in a.rounds)
+    if split:
+        table.add_column("begin outside next round", justify="left")
     for r in a.rounds:
-        table.add_row(str(r.round), format_seconds(r.step_seconds),
-                      format_bytes(r.overflow_nbytes) if not r.fits else "fits",
-                      f"{r.overflow_kernels:,}", f"{r.seconds:.2f}")
+        row = [str(r.round), format_seconds(r.step_seconds),
+               format_bytes(r.overflow_nbytes) if not r.fits else "fits",
+               f"{r.overflow_kernels:,}", f"{r.seconds:.2f}"]
+        if split:
+            row.append(", ".join(r.split_tensors[:3])
+                       + (f" and {len(r.split_tensors) - 3} more" if len(r.split_tensors) > 3
+                          else ""))
+        table.add_row(*row)
     return table
 
 
