@@ -61,6 +61,30 @@ def test_a_solve_is_abandoned_within_the_grace_less_what_follows_it() -> None:
     assert at is not None and at >= time.perf_counter() + MIN_SOLVE_SECONDS - 0.05
 
 
+def test_build_estimates_scale_to_the_machine_not_to_recomputing_models() -> None:
+    from autotm_core.ilp.options import Formulation
+
+    budget = Budget.of(60.0)
+    base = budget.build_estimate(1_000, Formulation.ASYNCHRONOUS)
+    budget.built(1_000, Formulation.SYNCHRONOUS, 2.0, recompute=True)  # larger, not slower
+    assert budget.build_estimate(1_000, Formulation.ASYNCHRONOUS) == base
+    budget.built(1_000, Formulation.SYNCHRONOUS, 1.4)  # twice the nominal 0.7 ms a kernel
+    assert budget.build_estimate(1_000, Formulation.ASYNCHRONOUS) == pytest.approx(2 * base)
+
+
+def test_the_whole_model_is_retimed_only_with_its_build_time_left() -> None:
+    # HiGHS cannot stop in the presolve of the whole model, which takes about its build
+    from types import SimpleNamespace
+
+    from autotm_core.ilp.search.model import _time_for_retime
+
+    def state(limit: float | None) -> SimpleNamespace:
+        return SimpleNamespace(budget=Budget.of(limit), reserve=8.0, build_seconds=8.0)
+
+    assert _time_for_retime(state(None)) and _time_for_retime(state(17.0))
+    assert not _time_for_retime(state(15.0))
+
+
 def test_phases_are_summed_per_stage_in_order() -> None:
     budget = Budget(None)
     budget.add("held plans", 1.0)

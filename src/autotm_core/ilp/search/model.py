@@ -174,6 +174,16 @@ def _time_for_windows(state: ModelSearch) -> bool:
             and remaining - state.reserve >= state.strategy.min_search_seconds)
 
 
+def _time_for_retime(state: ModelSearch) -> bool:
+    """Whether retiming the whole model may start: the time left after the reserve is at
+    least the model's build. HiGHS's presolve of the whole model cannot be stopped, and
+    takes about as long (Inception v4 b64 optane-2019 4:1: an asynchronous model of 870,358
+    columns built in 7.9 s, its presolve abandoned after 8 s with 7 s given, and the
+    solve after it could not start while that one ran)."""
+    remaining = state.budget.remaining()
+    return remaining is None or remaining - state.reserve >= state.build_seconds
+
+
 def _replaces(state: ModelSearch, found: RelaxAndFix) -> bool:
     """Whether ``found`` replaces the kept solution: none is kept, it is slower, or it fails
     the caller's test."""
@@ -245,7 +255,7 @@ class BuildModel:
                                     state.options.capacities, state.options)
         state.build_seconds = time.perf_counter() - started
         state.budget.built(len(state.graph.kernels), state.options.formulation,
-                           state.build_seconds)
+                           state.build_seconds, recompute=state.options.recompute)
         lp = state.index.lp
         logger.info("model: %d variables (%d binary), %d rows, %d nonzeros, built in %.2f s",
                     lp.n_vars, lp.n_binaries, lp.n_rows, lp.n_nonzeros, state.build_seconds)
@@ -278,12 +288,17 @@ class ImproveHeld:
             start = best_start(state, state.start_plans, first_fit=True)
         if start is None:
             return
+        found: RelaxAndFix | None = None
         if _time_for_windows(state):
             # GPT-2 12 layers b8 gpu-h200 1:1, --time-limit 120: windows alone 0.867x of the
             # synchronous plan; a third of the time retiming the whole model first, 0.939x
-            found: RelaxAndFix | None = _windows(state, start, share=1.0)
-        else:
+            found = _windows(state, start, share=1.0)
+        elif _time_for_retime(state):
             found = _retime(state, start, share=1.0)
+        else:
+            logger.info("too little time to retime the whole model (%.1f s left, its build "
+                        "took %.1f s): the held plan is kept", state.budget.remaining() or 0.0,
+                        state.build_seconds)
         state.start, state.kept = (start if found is None else found.values), found
 
 
