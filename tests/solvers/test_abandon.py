@@ -53,6 +53,33 @@ def test_a_solve_that_does_not_stop_is_abandoned_with_what_it_reported(
 
 
 @pytest.mark.highs
+def test_a_sweep_point_waits_for_an_earlier_points_abandoned_solve(
+        stall: Stall, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    # planned after an abandoned solve still running, a point's own solves would wait for it
+    # within their time limits: the point waits first, outside its own time
+    import threading
+
+    from autotm_core.solvers.highs import abandoned_still_running, wait_for_abandoned_solves
+    from autotm_core.sweep import SweepPoint, run_point
+
+    stall.armed = True
+    HighsSolver().solve(knapsack(), SolverConfig(time_limit_seconds=0.2, relative_gap=0.0,
+                                                 abandon_after_seconds=0.5))
+    stall.armed = False
+    assert abandoned_still_running()
+    # it stops at its next check after this: later than the point's whole time limit
+    threading.Timer(5.0, stall.release.set).start()
+    started = time.perf_counter()
+    result = run_point(SweepPoint(graph="example:mlp", system="optane-2019",
+                                  planner="static", limit="4:1", time_limit_seconds=2.0))
+    assert not abandoned_still_running() and time.perf_counter() - started >= 4.9
+    # without the wait its one solve could not start within its limit: greedy's or no plan
+    assert result.status == "ok" and result.source == "ilp"
+    assert result.termination in ("gap_reached", "optimal", "time_limit")
+    assert wait_for_abandoned_solves() == 0.0  # none left
+
+
+@pytest.mark.highs
 def test_a_solve_that_stops_in_time_is_not_abandoned() -> None:
     result, values = HighsSolver().solve(knapsack(), SolverConfig(
         time_limit_seconds=0.3, relative_gap=0.0, abandon_after_seconds=30.0))

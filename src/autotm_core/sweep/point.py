@@ -172,8 +172,12 @@ def plan_point(point: SweepPoint, *,
     none was found gives a ``no-plan`` result.
     """
     from autotm_core.planning import load_problem, plan
+    from autotm_core.solvers.highs import wait_for_abandoned_solves
 
     problem = load_problem(point.graph, point.system, limit=point.limit)
+    # an earlier point's abandoned solve, still running, would hold HiGHS within this
+    # point's time limit: its time is its own
+    wait_for_abandoned_solves(f" before planning {point.key}")
     base = PointResult(point=point, status="no-plan",
                        fast_capacity_nbytes=int(problem.fast_capacity_nbytes or 0),
                        peak_nbytes=problem.peak_nbytes, all_fast_seconds=problem.all_fast_seconds,
