@@ -148,9 +148,8 @@ def wait_for_abandoned_solves(why: str = "") -> float:
     """Wait for every solve this process abandoned to end (each was cancelled and stops at
     HiGHS's next check), asking each again to stop as it goes; the seconds waited. A sweep
     calls it between points: an abandoned solve still running holds highspy's one lock, and
-    the next point's solves would wait for it within their own time limits (the quick grid
-    at load 2.3: Inception v4 and DenseNet-121 points whose every solve after the first
-    could not start)."""
+    the next point's solves would wait for it within their own time limits, or not start
+    at all."""
     running = [(h, t) for h, t in _abandoned if t.is_alive()]
     if not running:
         return 0.0
