@@ -5,7 +5,6 @@ presented as the answer."""
 from __future__ import annotations
 
 import json
-import types
 from pathlib import Path
 
 import attrs
@@ -53,8 +52,7 @@ def test_without_a_plan_that_fits_nothing_is_kept(
     real = addresses.assign_offsets
 
     def overflowing(*args, **kwargs):  # type: ignore[no-untyped-def]
-        overflow = types.SimpleNamespace(overflow_nbytes=4096, kernels=(0,), pool="dram",
-                                         excess_nbytes=4096)
+        overflow = addresses.Overflow("dram", (0,), (4096,))
         return attrs.evolve(real(*args, **kwargs), overflows=(overflow,))
 
     monkeypatch.setattr(addresses, "assign_offsets", overflowing)
