@@ -26,8 +26,8 @@ def tests(session: nox.Session) -> None:
     # the torch plugin; "+cpu" insists on torch's CPU build, never a multi-GB CUDA one
     session.install("-e", "plugins/autotm-torch[test]", "torch==2.13.0+cpu")
     session.install("-e", "plugins/autotm-onnx")  # the ONNX plugin (pulls onnx)
-    # one worker a core, at most 4 (each imports torch; the suite passed on 2 cores in
-    # 15.7 min against 25.1 min in one process, measured one after the other)
+    # one worker a core, at most 4 (each imports torch): on 2 cores the suite took 15.7 min,
+    # against 22-24 min in one process
     session.run(
         "pytest", "tests", "plugins/autotm-torch/tests", "plugins/autotm-onnx/tests",
         "-n", "auto", "--maxprocesses", "4", *session.posargs,
