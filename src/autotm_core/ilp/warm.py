@@ -98,8 +98,8 @@ def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, in
             # model has the tensor begin elsewhere than the plan (``begin_outside``), the
             # last slot adds those pools
             begun = states[chosen[0]].pools
-            wanted = [*(state_of[p | begun] for p in held if p | begun in state_of),
-                      *(state_of[begun] for _ in (0,) if begun in state_of), *wanted]
+            ends = [p | begun for p in held] + [begun]
+            wanted = [*(state_of[p] for p in ends if p in state_of), *wanted]
         s = _pick(states, wanted, allowed, edges, before)
         if s is None:
             return None
