@@ -79,7 +79,8 @@ def test_the_whole_model_is_retimed_only_with_its_build_time_left() -> None:
     from autotm_core.ilp.search.model import _time_for_retime
 
     def state(limit: float | None) -> SimpleNamespace:
-        return SimpleNamespace(budget=Budget.of(limit), reserve=8.0, build_seconds=8.0)
+        return SimpleNamespace(budget=Budget.of(limit), reserve=8.0, build_seconds=8.0,
+                               strategy=DEFAULT_STRATEGY)
 
     assert _time_for_retime(state(None)) and _time_for_retime(state(17.0))
     assert not _time_for_retime(state(15.0))

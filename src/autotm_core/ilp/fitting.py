@@ -25,7 +25,7 @@ model, whose bound says nothing about the problem.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -57,10 +57,6 @@ DEFAULT_MAX_ROUNDS = 8
 """Solves tried before :func:`plan_with_addresses` gives up."""
 
 
-def _to_names(value: Iterable[str]) -> tuple[str, ...]:
-    return tuple(value)
-
-
 @attrs.frozen(kw_only=True)
 class FitRound:
     """One solve of the address-fitting loop and how its plan packed."""
@@ -77,7 +73,7 @@ class FitRound:
     """Largest excess over a capacity (0 when it fits)."""
     overflow_kernels: int = attrs.field(validator=attrs.validators.ge(0))
     """Kernels at which some packing ran over its capacity."""
-    split_tensors: tuple[str, ...] = attrs.field(default=(), converter=_to_names)
+    split_tensors: tuple[str, ...] = ()
     """Tensors held in a bounded pool at the step's start and again at its end whose two stays
     found no common address (:attr:`autotm_core.addresses.Overflow.split_tensors`), over every
     pool: the next round has them begin the step outside that pool."""
@@ -362,7 +358,8 @@ class _Fitting(SearchState):
             fragmentation_nbytes=int(assignment.fragmentation_nbytes),
             overflow_nbytes=max((o.overflow_nbytes for o in assignment.overflows), default=0),
             overflow_kernels=len({k for o in assignment.overflows for k in o.kernels}),
-            split_tensors=sorted({t for o in assignment.overflows for t in o.split_tensors}),
+            split_tensors=tuple(sorted({t for o in assignment.overflows
+                                        for t in o.split_tensors})),
             seconds=result.solve.build_seconds + result.solve.handoff_seconds
             + result.solve.solve_seconds)
         self.rounds.append(fit)

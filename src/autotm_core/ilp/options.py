@@ -105,8 +105,8 @@ class FormulationOptions:
     """Per pool name, tensors (by name) that exist before the step and survive it and may not
     be in that pool when the step begins. The address-fitting loop sets it for a tensor whose
     stays in the pool at the step's start and at its end could not share one address
-    (:attr:`autotm_core.addresses.Overflow.split_tensors`): begun elsewhere, the tensor is
-    fetched for its first use instead, and its stays need no common address."""
+    (:attr:`autotm_core.addresses.Overflow.split_tensors`): begun elsewhere, it is read
+    there by its first user, or fetched before it, and its stays need no common address."""
 
     def to_json(self) -> dict[str, object]:
         """The options as JSON values (kept in a plan's attributes)."""

@@ -176,12 +176,10 @@ def _time_for_windows(state: ModelSearch) -> bool:
 
 def _time_for_retime(state: ModelSearch) -> bool:
     """Whether retiming the whole model may start: the time left after the reserve is at
-    least the model's build. HiGHS's presolve of the whole model cannot be stopped, and
-    takes about as long (Inception v4 b64 optane-2019 4:1: an asynchronous model of 870,358
-    columns built in 7.9 s, its presolve abandoned after 8 s with 7 s given, and the
-    solve after it could not start while that one ran)."""
+    least :attr:`~Strategy.retime_build_factor` times the model's build."""
     remaining = state.budget.remaining()
-    return remaining is None or remaining - state.reserve >= state.build_seconds
+    return (remaining is None or remaining - state.reserve
+            >= state.strategy.retime_build_factor * state.build_seconds)
 
 
 def _replaces(state: ModelSearch, found: RelaxAndFix) -> bool:

@@ -118,6 +118,12 @@ class Strategy:
     """Windows are not started with less time than this: a window or two rarely gain, where
     retiming the whole model does (GPT-2 4 layers b256 gpu-h200 4:1, 7 s: retiming 9.691 s,
     windows nothing over the synchronous 9.859 s)."""
+    retime_build_factor: float = attrs.field(default=1.0, validator=_non_negative)
+    """The whole model is retimed (held plan, too little time for windows) only with this many
+    times its build left after the reserve: HiGHS's presolve of the whole model cannot be
+    stopped and takes about as long (Inception v4 b64 optane-2019 4:1: an asynchronous model
+    of 870,358 columns built in 7.9 s, its retime abandoned in presolve after 8 s with 7 s
+    given, and the solve after it could not start while that one ran)."""
     improvement_tolerance: float = attrs.field(default=1e-7, validator=_non_negative)
     """A window's solution replaces the incumbent only when better by this fraction of it."""
 
