@@ -190,3 +190,55 @@ def test_a_weight_whose_stays_at_the_step_ends_share_no_address_begins_outside()
     # beginning outside costs a fetch or slow reads of 64 MiB; cutting every limit by the
     # overflow (as before) left the logits and their gradient no room together: 2.9x
     assert last.step_seconds < 1.1 * first.step_seconds
+
+
+def _roomy() -> dict:  # type: ignore[type-arg]
+    """As :func:`_coarse`, with tensors large enough that copying idle ones out of DRAM
+    makes its first plan pack."""
+    graph = training_chain(4, base_nbytes=50_001)
+    return dict(graph=graph, system=SYSTEM, options=FormulationOptions(page_nbytes=1),
+                fast_capacity_nbytes=fast_capacity(graph, ratio="1:1"), alignment_nbytes=4096)
+
+
+def test_a_plan_that_overflows_packs_with_idle_tensors_copied_out_and_back() -> None:
+    kwargs = _roomy()
+    graph, capacity = kwargs["graph"], kwargs["fast_capacity_nbytes"]
+    # a gap wide enough to take the copies' cost: the loop ends with the round's plan
+    fitted = plan_with_addresses(**kwargs, relative_gap=0.2)
+    (first,) = fitted.rounds
+    assert not first.fits and first.room_copies > 0
+    assert first.step_seconds < first.room_step_seconds <= first.step_seconds * 1.2
+    plan = fitted.plan
+    assert fitted.fits and plan.has_offsets and fitted.source.round == 1
+    assert plan.attributes["room_copies"] == first.room_copies
+    assert plan.attributes["objective_seconds"] == pytest.approx(first.room_step_seconds)
+    assert verify_plan(plan, graph, SYSTEM.with_capacity("dram", capacity)) == []
+    # with the default gap the copies cost too much: another round solves, and the answer is
+    # the faster of its plan and the one with room made
+    fitted = plan_with_addresses(**kwargs)
+    assert len(fitted.rounds) >= 2 and fitted.rounds[0].room_copies == first.room_copies
+    assert fitted.result is not None
+    assert fitted.plan.attributes.get("room_copies", 0) == (
+        first.room_copies if fitted.source.round == 1 else 0)
+    packed = [r.step_seconds for r in fitted.rounds if r.fits] + [first.room_step_seconds]
+    assert fitted.assignment.plan is fitted.plan
+    from autotm_core.costs import resolve_costs
+    from autotm_core.simulation import simulate
+
+    system = SYSTEM.with_capacity("dram", capacity)
+    step = simulate(fitted.plan, graph, system, resolve_costs(graph, system)).step_seconds
+    assert step == pytest.approx(min(packed))
+
+
+def test_no_room_is_made_in_a_static_round_or_when_the_strategy_says_never() -> None:
+    import attrs
+
+    from autotm_core.ilp.search import DEFAULT_STRATEGY
+
+    kwargs = _roomy()
+    never = attrs.evolve(DEFAULT_STRATEGY, room_attempts=0)
+    static = {**kwargs, "options": attrs.evolve(kwargs["options"], formulation="static")}
+    for fitted in (plan_with_addresses(**kwargs, strategy=never, relative_gap=0.2),
+                   plan_with_addresses(**static, relative_gap=0.2)):
+        assert not fitted.rounds[0].fits and fitted.rounds[0].room_copies == 0
+        assert "room_copies" not in fitted.plan.attributes

@@ -35,6 +35,7 @@ from autotm_core.costs.model import KernelCosts
 from autotm_core.errors import (
     CapacityError,
     NoPlanFoundError,
+    PlanError,
     SolveInterruptedError,
     UsageError,
 )
@@ -49,7 +50,7 @@ from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
 from autotm_core.solvers.base import Solver
-from autotm_core.units import PAGE_NBYTES, format_bytes, round_up
+from autotm_core.units import PAGE_NBYTES, format_bytes, format_seconds, round_up
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,11 @@ class FitRound:
     pool: the next round has them begin the step outside that pool."""
     seconds: float = attrs.field(validator=attrs.validators.ge(0))
     """Model build, hand-off and solve seconds of the round."""
+    room_copies: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    """Copies of idle tensors out of a full pool and back that made the round's plan pack when
+    it overflowed (:func:`~autotm_core.addresses.room.make_room`; 0: none did)."""
+    room_step_seconds: float | None = None
+    """Predicted step time of the round's plan with those copies (``None``: none)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -326,14 +332,23 @@ class _Fitting(SearchState):
         if number == 1:
             self.bound = result.bound_seconds
         honest = _honest(result.plan, self.bound, number)
+        source = Source(Origin.SOLVE, self.options.formulation, round=number)
         with self.budget.phase("packing"):
             assignment = self.last = self.packing.assignment(honest)
-            held = self.pool.offer(honest, Source(Origin.SOLVE, self.options.formulation,
-                                                  round=number), simulation=result.simulation)
+            held = self.pool.offer(honest, source, simulation=result.simulation)
         if assignment.fits and held is None:  # a plan that packs and fails the verifier
             check_plan(assignment.plan, self.graph, self.system)
-        self._record(number, result, assignment)
         interrupted = result.solve.termination is TerminationCondition.INTERRUPTED
+        roomy = None
+        if not assignment.fits and not interrupted:
+            with self.budget.phase("packing"):
+                roomy = self._make_room(honest, assignment, source)
+        self._record(number, result, assignment, roomy)
+        if roomy is not None and roomy.step_seconds <= result.step_seconds * (
+                1 + self.relative_gap):
+            # the round's plan, with room made, packs within the gap of it: another round
+            # would solve a narrower model for no more than that
+            return self.answer()
         if assignment.fits or interrupted:
             done = self.answer(interrupted=interrupted)
             if done is None:  # interrupted before any plan with addresses was found
@@ -352,7 +367,54 @@ class _Fitting(SearchState):
         with self.budget.phase("packing"):
             return self.packing.fits(plan)
 
-    def _record(self, number: int, result: PlanResult, assignment: OffsetAssignment) -> None:
+    def _make_room(self, plan: Plan, assignment: OffsetAssignment,
+                   source: Source) -> Held | None:
+        """``plan``, which overflows its packing (``assignment``), with idle tensors copied out
+        of each overflowing pool and back (:func:`~autotm_core.addresses.room.make_room`) until
+        it packs, within :attr:`~Strategy.room_attempts`; held in the pool when it does
+        (``None``: it did not, or the formulation allows no copies)."""
+        from autotm_core.addresses.room import make_room
+        from autotm_core.simulation import simulate
+
+        if self.options.formulation is Formulation.STATIC:
+            return None
+        excess = {o.pool: 0 for o in assignment.overflows}
+        for _ in range(self.strategy.room_attempts):
+            for o in assignment.overflows:
+                excess[o.pool] += o.overflow_nbytes
+            roomy = plan
+            for pool, nbytes in excess.items():
+                made = make_room(roomy, self.graph, self.system, pool, nbytes,
+                                 alignment_nbytes=self.packing.alignment_nbytes)
+                if made is None:
+                    return None
+                roomy = made
+            try:
+                simulation = simulate(roomy, self.graph, self.system, self.costs)
+            except PlanError as exc:  # a configuration its cost table lacks
+                logger.info("address fitting: the plan with room made cannot be priced: %s",
+                            exc.message)
+                return None
+            step = float(simulation.step_seconds)
+            bound = plan.attributes.get("bound_seconds")
+            roomy = attrs.evolve(roomy, attributes={
+                **roomy.attributes, "objective_seconds": step,
+                "gap": gap_of(step, bound if isinstance(bound, float) else None)})
+            assignment = self.packing.assignment(roomy)
+            if assignment.fits:
+                held = self.pool.offer(roomy, source, simulation=simulation)
+                if held is None or not held.passes:
+                    return None
+                logger.info("address fitting: the round's plan packs with %d copies of idle "
+                            "tensors out of the full pool and back (%s -> %s)",
+                            roomy.attributes.get("room_copies", 0),
+                            format_seconds(float(plan.attributes.get("objective_seconds", 0))),
+                            format_seconds(step))
+                return held
+        return None
+
+    def _record(self, number: int, result: PlanResult, assignment: OffsetAssignment,
+                roomy: Held | None = None) -> None:
         fit = FitRound(
             round=number, step_seconds=result.step_seconds, fits=assignment.fits,
             fragmentation_nbytes=int(assignment.fragmentation_nbytes),
@@ -361,7 +423,9 @@ class _Fitting(SearchState):
             split_tensors=tuple(sorted({t for o in assignment.overflows
                                         for t in o.split_tensors})),
             seconds=result.solve.build_seconds + result.solve.handoff_seconds
-            + result.solve.solve_seconds)
+            + result.solve.solve_seconds,
+            room_copies=0 if roomy is None else int(roomy.plan.attributes.get("room_copies", 0)),
+            room_step_seconds=None if roomy is None else roomy.step_seconds)
         self.rounds.append(fit)
         logger.info("address fitting, round %d: %s", number,
                     "fits" if fit.fits else f"overflows by {format_bytes(fit.overflow_nbytes)} "

@@ -89,7 +89,9 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
         "round_details": [{"round": r.round, "fits": r.fits, "step_seconds": r.step_seconds,
                            "overflow_nbytes": r.overflow_nbytes,
                            "overflow_kernels": r.overflow_kernels,
-                           "split_tensors": list(r.split_tensors), "seconds": r.seconds}
+                           "split_tensors": list(r.split_tensors), "seconds": r.seconds,
+                           "room_copies": r.room_copies,
+                           "room_step_seconds": r.room_step_seconds}
                           for r in a.rounds],
     }
     return facts
@@ -209,7 +211,9 @@ def _head(outcome: Outcome, physical: LowerBound | None = None) -> Table:
     else:
         rounds = f"{len(a.rounds)} round{'s' if len(a.rounds) != 1 else ''}"
         verdict = "fit" if a.fits else "[bold red]do not fit[/] (plan kept without offsets)"
-        head.add_row("addresses", f"{verdict} after {rounds}; fragmentation "
+        room = outcome.plan.attributes.get("room_copies")
+        made = f", with {room} copies of idle tensors out of the full pool and back" if room else ""
+        head.add_row("addresses", f"{verdict} after {rounds}{made}; fragmentation "
                      f"{format_bytes(a.fragmentation_nbytes)} ({a.fragmentation_nbytes:,} bytes)")
     return head
 
@@ -237,11 +241,14 @@ def _compared(outcome: Outcome, comparisons: Sequence[Comparison]) -> Table:
 
 def _rounds(outcome: Outcome) -> Table | None:
     a = outcome.addresses
-    if a is None or len(a.rounds) <= 1:
+    room = any(r.room_copies for r in a.rounds) if a is not None else False
+    if a is None or (len(a.rounds) <= 1 and not room):
         return None
     table = Table(title="address-fitting rounds", title_justify="left")
     for column in ("round", "step", "overflow", "at kernels", "seconds"):
         table.add_column(column, justify="right")
+    if room:
+        table.add_column("packs with copies out and back", justify="right")
     split = any(r.split_tensors for r in a.rounds)
     if split:
         table.add_column("begin outside next round", justify="left")
@@ -249,6 +256,9 @@ def _rounds(outcome: Outcome) -> Table | None:
         row = [str(r.round), format_seconds(r.step_seconds),
                format_bytes(r.overflow_nbytes) if not r.fits else "fits",
                f"{r.overflow_kernels:,}", f"{r.seconds:.2f}"]
+        if room:
+            row.append("" if r.room_step_seconds is None else
+                       f"{r.room_copies}: {format_seconds(r.room_step_seconds)}")
         if split:
             row.append(", ".join(r.split_tensors[:3])
                        + (f" and {len(r.split_tensors) - 3} more" if len(r.split_tensors) > 3
