@@ -242,3 +242,38 @@ def test_no_room_is_made_in_a_static_round_or_when_the_strategy_says_never() -> 
                    plan_with_addresses(**static, relative_gap=0.2)):
         assert not fitted.rounds[0].fits and fitted.rounds[0].room_copies == 0
         assert "room_copies" not in fitted.plan.attributes
+
+
+@pytest.mark.parametrize(("excess_mib", "cut"), [(64, False), (100, True)])
+def test_split_tensors_holding_less_than_the_overflow_are_barred_and_the_limits_cut_too(
+        excess_mib: int, cut: bool) -> None:
+    from types import SimpleNamespace
+
+    from autotm_core.addresses import Overflow
+    from autotm_core.costs import resolve_costs
+    from autotm_core.ilp.fitting import Packing, _Fitting
+    from autotm_core.ilp.search import DEFAULT_STRATEGY, IncumbentPool
+    from autotm_core.ilp.search.budget import Budget
+    from autotm_core.ilp.search.events import ignore
+    from autotm_core.plugins import get_solver
+
+    capacity = 3 * 2**30
+    graph = _tied_head()
+    system = preset("gpu-h200").with_capacity("hbm", capacity)
+    costs = resolve_costs(graph, system)
+    fitting = _Fitting(graph=graph, system=system, costs=costs, options=FormulationOptions(),
+                       solver=get_solver("highs"), relative_gap=0.01, strategy=DEFAULT_STRATEGY,
+                       budget=Budget.of(None), listener=ignore, on_round=None,
+                       pool=IncumbentPool(graph, system, costs, test=Packing(graph, system)))
+    n = len(graph.kernels)
+    used = np.full((len(system.pools), n), capacity // 2, dtype=np.int64)
+    # w (64 MiB) shares one address at the step's two ends and found none
+    overflow = Overflow("hbm", range(n), [excess_mib * 2**20] * n, split_tensors=("w",))
+    fitting._tighten(SimpleNamespace(simulation=SimpleNamespace(pool_nbytes=used)),
+                     SimpleNamespace(overflows=(overflow,)))
+    assert fitting.begin_outside == {"hbm": frozenset({"w"})}
+    if cut:  # barring w takes 64 of the 100 MiB away at most: the limits are cut as well
+        assert set(fitting.limits) == {"hbm"}
+        assert max(fitting.limits["hbm"]) <= capacity // 2 - excess_mib * 2**20
+    else:
+        assert fitting.limits == {}

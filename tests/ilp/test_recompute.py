@@ -214,3 +214,39 @@ def test_a_step_that_fits_only_by_dropping_is_not_refused_before_the_model():
     assert values is not None
     plan = decode_plan(index, settled_values(index, values), graph, system, planner="test")
     assert plan.reruns and verify_plan(plan, graph, system) == []
+
+
+def test_a_held_plans_reruns_are_options_however_deep_their_chains() -> None:
+    from tests.baselines.blocks import blocks
+
+    from autotm_core.baselines import checkpoint_layers
+    from autotm_core.ilp.warm import warm_start_from_plan
+
+    graph = blocks(2, nbytes=4 * MIB)
+    system = preset("gpu-h200")
+    costs = roofline_costs(graph, system)
+    held = checkpoint_layers(graph, system, costs=costs)
+    seeds = {(r.kernel, r.before) for r in held.reruns}
+    # each block's chain runs scale, shift and gelu again: two producers back from gelu
+    shallow = FormulationOptions(recompute=True, recompute_depth=0)
+    seeded = attrs.evolve(shallow, rerun_seeds=seeds)
+    assert seeded.to_json()["rerun_seeds"] == [list(s) for s in sorted(seeds)]
+    before = {(o.kernel, o.before) for o in rerun_options(graph, costs, system, shallow).options}
+    after = {(o.kernel, o.before) for o in rerun_options(graph, costs, system, seeded).options}
+    assert not seeds <= before and after == before | seeds
+    # the model with them expresses the plan, at its own time
+    assert warm_start_from_plan(build_program(graph, costs, system, options=shallow), held,
+                                graph, system) is None
+    index = build_program(graph, costs, system, options=seeded)
+    start = warm_start_from_plan(index, held, graph, system)
+    assert start is not None
+    assert objective_of(index, start) == pytest.approx(
+        simulate(held, graph, system, costs).step_seconds, rel=1e-9)
+    # a seed whose inputs cannot be had is left out, as any option: shift reads v, which dies
+    # in the forward pass, so its rerun needs scale's at the same boundary
+    k = graph.kernel_index
+    shift = (k["shift0"], k["fc0.backward"])
+    assert shift in seeds and shift not in before
+    lone = attrs.evolve(shallow, rerun_seeds={shift})
+    assert shift not in {(o.kernel, o.before)
+                         for o in rerun_options(graph, costs, system, lone).options}

@@ -77,6 +77,8 @@ def make_room(plan: Plan, graph: Graph, system: MemorySystem, pool: str, excess_
         if limit is not None:
             room[q] = int(limit) - u
     gaps = _idle_gaps(plan, graph, system, arrays, np.flatnonzero(arrays.res_pool == p), size, p)
+    hot = np.concatenate([[0], np.cumsum(need > 0)])  # only gaps over a full moment can help
+    gaps = [g for g in gaps if hot[2 * g.last + 2] > hot[2 * g.first + 1]]
     chosen: list[_Gap] = []
     while need.any() and gaps:
         # copies out that still fit their target pool

@@ -52,6 +52,10 @@ def _to_name_sets(value: Mapping[str, Iterable[str]] | None) -> dict[str, frozen
     return {pool: frozenset(names) for pool, names in (value or {}).items() if names}
 
 
+def _to_pairs(value: Iterable[tuple[int, int]] | None) -> frozenset[tuple[int, int]]:
+    return frozenset((int(a), int(b)) for a, b in (value or ()))
+
+
 def _to_capacities(value: Mapping[str, int | Sequence[int]] | None) -> dict[str, object]:
     out: dict[str, object] = {}
     for pool, limit in (value or {}).items():
@@ -96,6 +100,13 @@ class FormulationOptions:
     recompute_depth: int = attrs.field(default=8, validator=attrs.validators.ge(0))
     """How many producers back a chain of reruns at one boundary may reach (a value recomputed
     from recomputed values); 0: only values whose inputs are at hand."""
+    rerun_seeds: frozenset[tuple[int, int]] = attrs.field(factory=frozenset, converter=_to_pairs)
+    """Reruns ``(kernel, before)`` (kernel positions) the model may choose beside those its
+    chains reach (with :attr:`recompute`), where every input can be had as for any option:
+    the planner offers the reruns of the plans it holds to start from, so that a
+    practitioner's plan whose chains run deeper than :attr:`recompute_depth` (checkpointing
+    a transformer layer reruns about 20 producers back) is one the model can express, start
+    from and improve."""
     capacities: Mapping[str, int | tuple[int, ...]] = attrs.field(
         factory=dict, converter=_to_capacities, validator=_capacity_value)
     """Limit per pool name, overriding the memory system's: one number of bytes for the whole
@@ -121,6 +132,8 @@ class FormulationOptions:
             "recompute_depth": self.recompute_depth,
             **({"begin_outside": {p: sorted(names) for p, names in self.begin_outside.items()}}
                if self.begin_outside else {}),
+            **({"rerun_seeds": [list(pair) for pair in sorted(self.rerun_seeds)]}
+               if self.rerun_seeds else {}),
         }
 
 

@@ -13,7 +13,9 @@ droppable tensors and chained back through their producers' inputs:
   boundary is there if the plan keeps it there, or, when droppable, if its own producer
   reruns at the same boundary (one more option); an input no longer live there must be
   rerun. Chains stop after :attr:`~autotm_core.ilp.options.FormulationOptions.recompute_depth`
-  producers; an option whose inputs cannot all be had is left out, and so on back.
+  producers; an option whose inputs cannot all be had is left out, and so on back;
+- :attr:`~autotm_core.ilp.options.FormulationOptions.rerun_seeds` (the reruns of the plans
+  the planner holds) are options too, however deep, held to the same test.
 
 The model (:mod:`autotm_core.ilp.formulation`) gives a droppable tensor a *dropped* state
 besides its pools, splits its life at every boundary where one of its options or one of its
@@ -134,6 +136,11 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
             if q >= 0 and (u in droppable or int(live.last[u]) < b) and facts.recomputable[u] \
                     and not pinned[u] and may_rerun(q):
                 stack.append((q, b, d + 1))
+
+    # The seeds (the reruns of held plans), however deep their chains
+    for p, b in options.rerun_seeds:
+        if 0 <= p < b < len(graph.kernels) and may_rerun(p):
+            depth.setdefault((p, b), options.recompute_depth)
 
     # Keep the options whose every input can be had, until nothing changes.
     kept = set(depth)

@@ -436,6 +436,10 @@ def _exact(chain: _Chain, planner: Planner, budget: Budget, *, recompute: bool) 
     options = chain.options(planner.formulation, recompute=recompute)
     graph, system = problem.graph, problem.limited_system
     starts = tuple(h.plan for h in pool.starts(planner.formulation))
+    if recompute:
+        # the held plans' reruns (checkpoint-layers' chains run deeper than the depth kept)
+        options = attrs.evolve(options, rerun_seeds=frozenset(
+            (r.kernel, r.before) for plan in starts for r in plan.reruns))
     fitting = None
     if settings.fits_addresses:
         from autotm_core.ilp.fitting import plan_with_addresses
