@@ -76,7 +76,7 @@ def assign_offsets(
     for t in np.unique(arrays.res_tensor[arrays.res_first == 0]).tolist():
         kind = graph.tensors[t].kind
         persistent[t] = kind.exists_before_step and kind.survives_step
-    size = _align(live.nbytes[arrays.res_tensor], alignment_nbytes)
+    size = aligned(live.nbytes[arrays.res_tensor], alignment_nbytes)
     n_times = 2 * arrays.n_kernels
     offsets = np.full(len(rows), -1, dtype=np.int64)
     packings: list[PoolPacking] = []
@@ -103,7 +103,7 @@ def assign_offsets(
             item_start = np.concatenate([item_start, 2 * kernels + 1])
             item_end = np.concatenate([item_end, 2 * kernels + 1])
             item_size = np.concatenate(
-                [item_size, _align(live.workspace_nbytes[kernels], alignment_nbytes)]
+                [item_size, aligned(live.workspace_nbytes[kernels], alignment_nbytes)]
             )
             partner = np.concatenate([partner, np.full(len(kernels), -1, dtype=np.int64)])
         bound = lower_bound(item_start, item_end, item_size, n_times)
@@ -187,14 +187,19 @@ def wrap_partners(
     return partner
 
 
+def occupancy(start: IntArray, end: IntArray, size: IntArray, n_times: int) -> IntArray:
+    """Bytes present at each of ``n_times`` times: the items' sizes over their spans."""
+    delta = np.zeros(n_times + 1, dtype=np.int64)
+    np.add.at(delta, start, size)
+    np.add.at(delta, end + 1, -size)
+    return np.cumsum(delta)[:n_times]
+
+
 def lower_bound(start: IntArray, end: IntArray, size: IntArray, n_times: int) -> int:
     """Most bytes present at one time: no packing of these items is lower."""
     if not len(size):
         return 0
-    delta = np.zeros(n_times + 1, dtype=np.int64)
-    np.add.at(delta, start, size)
-    np.add.at(delta, end + 1, -size)
-    return int(np.cumsum(delta).max())
+    return int(occupancy(start, end, size, n_times).max())
 
 
 def _check_options(alignment_nbytes: int, orders: Sequence[str]) -> None:
@@ -215,7 +220,8 @@ def _check_options(alignment_nbytes: int, orders: Sequence[str]) -> None:
         )
 
 
-def _align(nbytes: IntArray, alignment_nbytes: int) -> IntArray:
+def aligned(nbytes: IntArray, alignment_nbytes: int) -> IntArray:
+    """``nbytes`` rounded up to multiples of ``alignment_nbytes``."""
     return (-(-nbytes // alignment_nbytes) * alignment_nbytes).astype(np.int64)
 
 

@@ -22,6 +22,7 @@ import logging
 import attrs
 import numpy as np
 
+from autotm_core.addresses.packing import aligned, occupancy
 from autotm_core.arrays import IntArray
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
@@ -61,13 +62,22 @@ def make_room(plan: Plan, graph: Graph, system: MemorySystem, pool: str, excess_
         return None
     p = system.pool_index(pool)
     live = graph.liveness
-    size = -(-live.nbytes // alignment_nbytes) * alignment_nbytes
+    size = aligned(live.nbytes, alignment_nbytes)
     start, end = half_step_spans(arrays, np.arange(len(arrays.res_index)),
                                  restored_keys(graph, arrays))
     n_times = 2 * arrays.n_kernels + 2
-    workspace = -(-live.workspace_nbytes // alignment_nbytes) * alignment_nbytes
-    used = {q: _profile(arrays, start, end, size, workspace if q == 0 else None, q, n_times)
-            for q, other in enumerate(system.pools) if other.name in plan.capacities}
+    at = 2 * np.arange(arrays.n_kernels) + 1  # each kernel's half step
+    workspace = aligned(live.workspace_nbytes, alignment_nbytes)
+    used = {}  # per bounded pool, aligned bytes at each half step, as the packing counts them
+    for q, other in enumerate(system.pools):
+        if other.name not in plan.capacities:
+            continue
+        mine = np.flatnonzero(arrays.res_pool == q)
+        first, last, nbytes = start[mine], end[mine], size[arrays.res_tensor[mine]]
+        if q == 0:  # kernel workspaces live in the fastest pool while they run
+            first, last = np.concatenate([first, at]), np.concatenate([last, at])
+            nbytes = np.concatenate([nbytes, workspace])
+        used[q] = occupancy(first, last, nbytes, n_times)
     need = np.maximum(used[p] - (int(capacity) - int(excess_nbytes)), 0)
     if not need.any():
         return plan
@@ -107,21 +117,6 @@ def make_room(plan: Plan, graph: Graph, system: MemorySystem, pool: str, excess_
     return _apply(plan, graph, system, arrays, chosen, pool)
 
 
-def _profile(arrays: PlanArrays, start: IntArray, end: IntArray, size: IntArray,
-             workspace: IntArray | None, q: int, n_times: int) -> IntArray:
-    """Aligned bytes in pool ``q`` at each half step, as the packing counts them (with each
-    kernel's ``workspace`` during it, in the fastest pool)."""
-    mine = np.flatnonzero(arrays.res_pool == q)
-    used = np.zeros(n_times + 1, dtype=np.int64)
-    np.add.at(used, start[mine], size[arrays.res_tensor[mine]])
-    np.add.at(used, end[mine] + 1, -size[arrays.res_tensor[mine]])
-    if workspace is not None:
-        kernels = np.arange(len(workspace))
-        np.add.at(used, 2 * kernels + 1, workspace)
-        np.add.at(used, 2 * kernels + 2, -workspace)
-    return np.cumsum(used)[:n_times]
-
-
 def _idle_gaps(plan: Plan, graph: Graph, system: MemorySystem, arrays: PlanArrays, mine: IntArray,
                size: IntArray, p: int) -> list[_Gap]:
     """Every stretch of two kernels or more inside a residency of the pool where nothing
@@ -143,7 +138,10 @@ def _idle_gaps(plan: Plan, graph: Graph, system: MemorySystem, arrays: PlanArray
         if t in rerun_tensors or not size[t]:
             continue
         first, last = int(a.res_first[row]), int(a.res_last[row])
-        targets = [q for q, pool in enumerate(system.pools) if q != p and pool.name in allowed[t]]
+        nbytes = int(live.nbytes[t])
+        targets = [(system.copy_seconds(nbytes, p, q, asynchronous=False)
+                    + system.copy_seconds(nbytes, q, p, asynchronous=False), q)
+                   for q, pool in enumerate(system.pools) if q != p and pool.name in allowed[t]]
         if not targets:
             continue
         others = [(int(a.res_first[r]), int(a.res_last[r]), int(a.res_pool[r]))
@@ -154,15 +152,11 @@ def _idle_gaps(plan: Plan, graph: Graph, system: MemorySystem, arrays: PlanArray
         for x, y in zip(anchors[:-1].tolist(), anchors[1:].tolist(), strict=True):
             if y - x < 2:
                 continue
-            free = [q for q in targets
+            free = [(cost, q) for cost, q in targets
                     if not any(f <= y and x <= e and q == r for f, e, r in others)]
-            if not free:
-                continue
-            nbytes = int(live.nbytes[t])
-            cost, q = min((system.copy_seconds(nbytes, p, q, asynchronous=False)
-                           + system.copy_seconds(nbytes, q, p, asynchronous=False), q)
-                          for q in free)
-            gaps.append(_Gap(row, t, x + 1, y - 1, int(size[t]), cost, q))
+            if free:
+                cost, q = min(free)
+                gaps.append(_Gap(row, t, x + 1, y - 1, int(size[t]), cost, q))
     return gaps
 
 
