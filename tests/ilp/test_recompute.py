@@ -9,15 +9,16 @@ import attrs
 import numpy as np
 import pytest
 
-from autotm_core.costs import roofline_costs
+from autotm_core.costs import KernelCosts, roofline_costs
 from autotm_core.ilp.decode import decode_plan, objective_of, settled_values
 from autotm_core.ilp.formulation import build_program
 from autotm_core.ilp.lp import to_matrix_problem
 from autotm_core.ilp.options import Formulation, FormulationOptions
 from autotm_core.ilp.planner import check_objective
 from autotm_core.ilp.reruns import rerun_options
-from autotm_core.ir import GraphBuilder, TensorKind
-from autotm_core.plans import Rerun, verify_plan
+from autotm_core.ir import Graph, GraphBuilder, TensorKind
+from autotm_core.memory import MemorySystem
+from autotm_core.plans import Plan, Rerun, verify_plan
 from autotm_core.presets import preset
 from autotm_core.simulation import simulate
 from autotm_core.solvers import SolverConfig
@@ -216,17 +217,23 @@ def test_a_step_that_fits_only_by_dropping_is_not_refused_before_the_model():
     assert plan.reruns and verify_plan(plan, graph, system) == []
 
 
-def test_a_held_plans_reruns_are_options_however_deep_their_chains() -> None:
+def _checkpointed_blocks() -> tuple[Graph, MemorySystem, KernelCosts, Plan, set[tuple[int, int]]]:
+    """Two blocks on gpu-h200, checkpoint-layers' plan of them, and its reruns."""
     from tests.baselines.blocks import blocks
 
     from autotm_core.baselines import checkpoint_layers
-    from autotm_core.ilp.warm import warm_start_from_plan
 
     graph = blocks(2, nbytes=4 * MIB)
     system = preset("gpu-h200")
     costs = roofline_costs(graph, system)
     held = checkpoint_layers(graph, system, costs=costs)
-    seeds = {(r.kernel, r.before) for r in held.reruns}
+    return graph, system, costs, held, {(r.kernel, r.before) for r in held.reruns}
+
+
+def test_a_held_plans_reruns_are_options_however_deep_their_chains() -> None:
+    from autotm_core.ilp.warm import warm_start_from_plan
+
+    graph, system, costs, held, seeds = _checkpointed_blocks()
     # each block's chain runs scale, shift and gelu again: two producers back from gelu
     shallow = FormulationOptions(recompute=True, recompute_depth=0)
     seeded = attrs.evolve(shallow, rerun_seeds=seeds)
@@ -250,3 +257,40 @@ def test_a_held_plans_reruns_are_options_however_deep_their_chains() -> None:
     lone = attrs.evolve(shallow, rerun_seeds={shift})
     assert shift not in {(o.kernel, o.before)
                          for o in rerun_options(graph, costs, system, lone).options}
+
+
+def test_a_model_of_the_held_plans_reruns_only_offers_those_and_expresses_the_plan() -> None:
+    from autotm_core.ilp.restrictions import model_restrictions
+    from autotm_core.ilp.warm import warm_start_from_plan
+
+    graph, system, costs, held, seeds = _checkpointed_blocks()
+    every = FormulationOptions(recompute=True, rerun_seeds=seeds)
+    only = attrs.evolve(every, rerun_seeds_only=True)
+    assert only.to_json()["rerun_seeds_only"] is True
+    assert "rerun_seeds_only" not in every.to_json()
+    found = rerun_options(graph, costs, system, only)
+    wide = rerun_options(graph, costs, system, every)
+    assert {(o.kernel, o.before) for o in found.options} == seeds
+    assert len(wide.options) > len(found.options)
+    # only what a seed restores may be dropped: the model is smaller
+    restored = {t for o in found.options for t in o.outputs}
+    assert found.droppable == wide.droppable & restored < wide.droppable
+    small = build_program(graph, costs, system, options=only)
+    assert small.n_variables < build_program(graph, costs, system, options=every).n_variables
+    start = warm_start_from_plan(small, held, graph, system)
+    assert start is not None
+    assert objective_of(small, start) == pytest.approx(
+        simulate(held, graph, system, costs).step_seconds, rel=1e-9)
+    # its restriction says which reruns it may choose
+    said = model_restrictions(graph, system, costs=costs, options=only)
+    assert any(f"chooses among those {len(seeds)} reruns" in line for line in said)
+    # solved, its plan reruns only seeds, verifies, and is no slower than the held plan
+    _, values = HighsSolver().solve(to_matrix_problem(small.lp),
+                                    SolverConfig(time_limit_seconds=30, relative_gap=1e-6),
+                                    start=start)
+    assert values is not None
+    plan = decode_plan(small, settled_values(small, values), graph, system, planner="test")
+    assert {(r.kernel, r.before) for r in plan.reruns} <= seeds
+    assert verify_plan(plan, graph, system) == []
+    assert (simulate(plan, graph, system, costs).step_seconds
+            <= simulate(held, graph, system, costs).step_seconds * (1 + 1e-9))

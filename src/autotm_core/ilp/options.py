@@ -107,6 +107,13 @@ class FormulationOptions:
     practitioner's plan whose chains run deeper than :attr:`recompute_depth` (checkpointing
     a transformer layer reruns about 20 producers back) is one the model can express, start
     from and improve."""
+    rerun_seeds_only: bool = attrs.field(default=False,
+                                         validator=attrs.validators.instance_of(bool))
+    """With :attr:`recompute`: the model's only rerun options are :attr:`rerun_seeds`, so that
+    it chooses which of the held plans' reruns to keep and where everything else lives (a
+    model about the size of keeping and moving: Hugging Face GPT-2 with checkpoint-layers'
+    reruns solves to its gap where the model with every option does not; see
+    docs/formulations.md)."""
     capacities: Mapping[str, int | tuple[int, ...]] = attrs.field(
         factory=dict, converter=_to_capacities, validator=_capacity_value)
     """Limit per pool name, overriding the memory system's: one number of bytes for the whole
@@ -134,6 +141,7 @@ class FormulationOptions:
                if self.begin_outside else {}),
             **({"rerun_seeds": [list(pair) for pair in sorted(self.rerun_seeds)]}
                if self.rerun_seeds else {}),
+            **({"rerun_seeds_only": True} if self.rerun_seeds_only else {}),
         }
 
 

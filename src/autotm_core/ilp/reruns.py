@@ -123,7 +123,7 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
 
     # Chain back from each use's option: (kernel, boundary) -> depth reached
     depth: dict[tuple[int, int], int] = {}
-    stack = [(p, b, 0) for p, b in base]
+    stack = [] if options.rerun_seeds_only else [(p, b, 0) for p, b in base]
     while stack:
         p, b, d = stack.pop()
         if depth.get((p, b), options.recompute_depth + 1) <= d:
@@ -161,6 +161,8 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
                 kept.discard((p, b))
                 changed = True
 
+    if options.rerun_seeds_only:  # a tensor no option restores is never worth dropping
+        droppable &= {o for p, _ in kept for o in kernel_outputs[p]}
     boundaries: dict[int, set[int]] = {}
     for p, b in kept:
         for o in kernel_outputs[p]:

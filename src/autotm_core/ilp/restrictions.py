@@ -38,11 +38,16 @@ def _recompute_restrictions(graph: Graph, system: MemorySystem, costs: KernelCos
                     "that reruns a producer instead of keeping or moving its output is not "
                     "found by it"]
         return []
-    seeded = " or as a plan held to start from reruns it" if options.rerun_seeds else ""
-    out = ["a rerun runs only just before a use of a value it restores (or at such a "
-           f"boundary, in a chain of at most {options.recompute_depth} producers{seeded}), and "
-           "restores only a value dropped from every pool: a rerun at another boundary, or "
-           "instead of fetching a copy, is not found"]
+    if options.rerun_seeds_only:
+        out = [f"a rerun runs only where a plan held to start from reruns it (this model "
+               f"chooses among those {len(options.rerun_seeds)} reruns and where everything "
+               "else lives): any other rerun is not found by it"]
+    else:
+        seeded = " or as a plan held to start from reruns it" if options.rerun_seeds else ""
+        out = ["a rerun runs only just before a use of a value it restores (or at such a "
+               f"boundary, in a chain of at most {options.recompute_depth} producers{seeded}), "
+               "and restores only a value dropped from every pool: a rerun at another "
+               "boundary, or instead of fetching a copy, is not found"]
     if options.formulation is Formulation.STATIC:
         out.append("static: a tensor keeps its one pool, but for being dropped and restored "
                    "into the fastest pool")

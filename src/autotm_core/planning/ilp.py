@@ -4,7 +4,11 @@ Every static plan is a synchronous plan, and every synchronous plan an
 asynchronous one. So :func:`plan_ilp` runs a chain of steps: the held plans
 (the caller's warm starts, first-touch's, and for a moving formulation greedy's),
 then each formulation up to the one asked for (static, synchronous, asynchronous),
-each started from the plans held so far. Every plan goes into one
+each started from the plans held so far. With recomputation each formulation runs three
+times: keeping and moving only; then choosing among the held plans' reruns only (a model
+about the size of the first, which improves what practitioners do by hand: checkpoint-layers'
+reruns with every other tensor placed and moved by the solver); then recomputing with every
+rerun option. Every plan goes into one
 :class:`~autotm_core.ilp.search.pool.IncumbentPool`, which verifies, simulates and
 (with addresses) packs it once; the answer is the pool's fastest plan the asked
 formulation allows, saying where it came from: a formulation asked for never
@@ -32,6 +36,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -52,7 +57,7 @@ from autotm_core.ilp.search.runner import SearchInterrupted, Step, interruptible
 from autotm_core.ilp.search.strategy import Strategy
 from autotm_core.ir import Graph
 from autotm_core.planning.mode import PlanMode, resolve_mode
-from autotm_core.planning.outcome import Addresses, ModelSize, Outcome, SolveStats
+from autotm_core.planning.outcome import Addresses, ModelSize, Outcome, SolveStats, model_name
 from autotm_core.planning.planners import PLANNERS, Planner
 from autotm_core.planning.problem import Problem
 from autotm_core.planning.settings import PlanSettings
@@ -69,6 +74,23 @@ _NOT_PROVEN = frozenset({TerminationCondition.TIME_LIMIT, TerminationCondition.I
                          TerminationCondition.ABANDONED, TerminationCondition.ITERATION_LIMIT,
                          TerminationCondition.UNKNOWN, TerminationCondition.ERROR})
 """Terminations after which a loaded plan is the best found, not a proven one."""
+
+
+class StageKind(NamedTuple):
+    """What one stage of the chain solves."""
+
+    formulation: Formulation
+    recompute: bool = False
+    """Whether its model may recompute (reruns)."""
+    held_reruns: bool = False
+    """With :attr:`recompute`: its only rerun options are the held plans' reruns
+    (:attr:`~autotm_core.ilp.options.FormulationOptions.rerun_seeds_only`)."""
+
+    @property
+    def name(self) -> str:
+        """The stage's name in phases and notes."""
+        return model_name(self.formulation.value, recomputes=self.recompute,
+                          held_reruns=self.held_reruns)
 
 
 @attrs.frozen(kw_only=True)
@@ -206,18 +228,28 @@ class _Chain:
                                      depth=self.recompute_depth if recompute else None)
 
     @property
-    def stages(self) -> tuple[tuple[Formulation, bool], ...]:
-        """The stages: each formulation, and whether its model may recompute. With
-        recomputation, each formulation of the chain keeps and moves only, then recomputes
-        too, started from the plans held so far: the recomputing model is larger and
-        slower to solve, and so never answers worse than keeping and moving did."""
+    def stages(self) -> tuple[StageKind, ...]:
+        """The stages. With recomputation, each formulation of the chain keeps and moves
+        only, then chooses among the held plans' reruns, then recomputes with every option,
+        each started from the plans held so far: the recomputing model is larger and slower
+        to solve (Hugging Face GPT-2 at 0.92 GiB: 30.8 ms after 120 s, 20% from its bound,
+        where the model of checkpoint-layers' 68 reruns reached 24.9 ms, 0.2% from its own
+        bound, in 15 s), and so never answers worse than the smaller models did."""
         chain = CHAIN[:CHAIN.index(self.formulation) + 1]
         if self.settings.mode is PlanMode.APPROXIMATE:
             # a stretch at a time: a moving plan to hand over, not the static one
             chain = chain[-2:] if self.formulation is Formulation.ASYNCHRONOUS else chain[-1:]
         if self.recomputes:
-            return tuple((f, r) for f in chain for r in (False, True))
-        return tuple((f, False) for f in chain)
+            return tuple(kind for f in chain for kind in (
+                StageKind(f), StageKind(f, recompute=True, held_reruns=True),
+                StageKind(f, recompute=True)))
+        return tuple(StageKind(f) for f in chain)
+
+    def held_reruns(self, formulation: Formulation) -> frozenset[tuple[int, int]]:
+        """The reruns ``(kernel, before)`` of the plans held to start ``formulation``'s
+        models from."""
+        return frozenset((r.kernel, r.before) for held in self.pool.starts(formulation)
+                         for r in held.plan.reruns)
 
 
 def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
@@ -244,8 +276,7 @@ def plan_ilp(problem: Problem, planner: Planner, settings: IlpSettings, *,
                    budget=budget, listener=listener,
                    warm_starts=tuple(WarmStart.of(w) for w in warm_starts))
     steps: list[Step[_Chain]] = [_HeldPlans(),
-                                 *(_Stage(f, i, recompute)
-                                   for i, (f, recompute) in enumerate(chain.stages))]
+                                 *(_Stage(kind, i) for i, kind in enumerate(chain.stages))]
     try:
         run_steps(steps, chain, budget=budget, listener=listener)
     except (SearchInterrupted, SolveInterruptedError) as exc:
@@ -314,17 +345,23 @@ class _HeldPlans:
 class _Stage:
     """One formulation of the chain, within its share of the time left."""
 
-    formulation: Formulation
+    kind: StageKind
     position: int
-    recompute: bool = False
-    """Whether its model may recompute (reruns)."""
 
     name = None  # its phases are recorded under the stage's name
 
     @property
+    def formulation(self) -> Formulation:
+        return self.kind.formulation
+
+    @property
+    def recompute(self) -> bool:
+        return self.kind.recompute
+
+    @property
     def stage(self) -> str:
         """The stage's name in phases and notes."""
-        return self.formulation.value + (", recomputing" if self.recompute else "")
+        return self.kind.name
 
     def says(self, chain: _Chain) -> str:
         return f"planning the {self.stage} formulation"
@@ -335,9 +372,12 @@ class _Stage:
     def run(self, chain: _Chain) -> None:
         settings = chain.settings
         strategy = settings.strategy
-        later = sum(strategy.stage_weight(f, recompute=r) for f, r in chain.stages[self.position:])
+        later = sum(strategy.stage_weight(k.formulation, recompute=k.recompute,
+                                          held_reruns=k.held_reruns)
+                    for k in chain.stages[self.position:])
         budget = chain.budget.part(
-            strategy.stage_weight(self.formulation, recompute=self.recompute) / later,
+            strategy.stage_weight(self.formulation, recompute=self.recompute,
+                                  held_reruns=self.kind.held_reruns) / later,
             stage=self.stage)
         if self.recompute and budget.deadline is None:
             seconds = strategy.untimed_recompute_seconds
@@ -349,6 +389,8 @@ class _Stage:
         if (self.recompute and chain.report is not None
                 and not _recomputing_can_pay(chain, self.formulation)):
             return  # its share passes on
+        if self.kind.held_reruns and not chain.held_reruns(self.formulation):
+            return  # no held plan reruns anything: its share passes on
         if chain.report is not None and not _time_for(chain, self.formulation):
             chain.notes.append(
                 f"too little of the time limit was left to plan the {self.stage} "
@@ -358,8 +400,7 @@ class _Stage:
         stage = _approximate if settings.mode is PlanMode.APPROXIMATE else _exact
         try:
             with interruptible(self.stage):
-                report = stage(chain, PLANNERS[self.formulation.value], budget,
-                               recompute=self.recompute)
+                report = stage(chain, PLANNERS[self.formulation.value], budget, self.kind)
         except (CapacityError, NoPlanFoundError) as exc:  # e.g. out of time
             self._no_plan(chain, exc)
             return
@@ -380,7 +421,8 @@ class _Stage:
         restrictions, such as pinning, that the held plans need not honour) is the answer."""
         held = chain.pool.best(chain.formulation)
         following = chain.stages[self.position + 1:self.position + 2]
-        goes_on = bool(following) and following[0] == (self.formulation, True)
+        goes_on = (bool(following) and following[0].formulation is self.formulation
+                   and following[0].recompute)
         # address fitting that ran out of time (its tightened solve found nothing) says
         # CapacityError too, but proves nothing about the capacity: a held plan is the answer
         out_of_time = isinstance(exc.__cause__, NoPlanFoundError)
@@ -426,20 +468,20 @@ def _time_for(chain: _Chain, formulation: Formulation) -> bool:
                            * report.solve.build_seconds, estimate)
 
 
-def _exact(chain: _Chain, planner: Planner, budget: Budget, *, recompute: bool) -> Outcome:
-    """One exact search of ``planner``'s formulation (recomputing or not), with addresses
-    when asked."""
+def _exact(chain: _Chain, planner: Planner, budget: Budget, kind: StageKind) -> Outcome:
+    """One exact search of ``planner``'s formulation (as ``kind`` says: recomputing or not,
+    with the held plans' reruns only or every option), with addresses when asked."""
     from autotm_core.ilp.planner import plan_graph
 
     problem, settings, pool = chain.problem, chain.settings, chain.pool
     assert planner.formulation is not None
-    options = chain.options(planner.formulation, recompute=recompute)
+    options = chain.options(planner.formulation, recompute=kind.recompute)
     graph, system = problem.graph, problem.limited_system
     starts = tuple(h.plan for h in pool.starts(planner.formulation))
-    if recompute:
+    if kind.recompute:
         # the held plans' reruns (checkpoint-layers' chains run deeper than the depth kept)
-        options = attrs.evolve(options, rerun_seeds=frozenset(
-            (r.kernel, r.before) for plan in starts for r in plan.reruns))
+        options = attrs.evolve(options, rerun_seeds=chain.held_reruns(planner.formulation),
+                               rerun_seeds_only=kind.held_reruns)
     fitting = None
     if settings.fits_addresses:
         from autotm_core.ilp.fitting import plan_with_addresses
@@ -473,6 +515,7 @@ def _exact(chain: _Chain, planner: Planner, budget: Budget, *, recompute: bool) 
                    restrictions=restrictions, interrupted=interrupted,
                    relative_gap=settings.relative_gap)
     size = ModelSize(formulation=planner.name, recomputes=options.recompute,
+                     held_reruns=options.rerun_seeds_only,
                      variables=result.n_variables,
                      binaries=result.n_binaries, constraints=result.n_constraints,
                      nonzeros=result.n_nonzeros)
@@ -506,14 +549,13 @@ def _stats(solve: SolveResult, *, objective: float | None, build_seconds: float,
         solve_seconds=solve.solve_seconds, warm_started=warm_started)
 
 
-def _approximate(chain: _Chain, planner: Planner, budget: Budget, *,
-                 recompute: bool) -> Outcome:
+def _approximate(chain: _Chain, planner: Planner, budget: Budget, kind: StageKind) -> Outcome:
     from autotm_core.ilp.approximate import plan_approximate
 
     problem, settings = chain.problem, chain.settings
     graph = problem.graph
     assert planner.formulation is not None
-    options = chain.options(planner.formulation, recompute=recompute)
+    options = chain.options(planner.formulation, recompute=kind.recompute)
     with budget.phase("approximate"):
         result = plan_approximate(
             graph, problem.limited_system, costs=problem.costs, solver=settings.solver,
@@ -530,6 +572,7 @@ def _approximate(chain: _Chain, planner: Planner, budget: Budget, *,
         build_seconds=result.build_seconds + result.baseline_seconds, handoff_seconds=0.0,
         solve_seconds=result.solve_seconds, warm_started=True)
     size = ModelSize(formulation=planner.name, recomputes=options.recompute,
+                     held_reruns=options.rerun_seeds_only,
                      variables=result.n_variables,
                      binaries=result.n_binaries, constraints=None, nonzeros=result.n_nonzeros)
     return Outcome(problem=problem, planner=planner, plan=result.plan,

@@ -93,11 +93,21 @@ class ModelSize:
     """Nonzero coefficients of the rows."""
     recomputes: bool = False
     """Whether the model may recompute activations (reruns)."""
+    held_reruns: bool = False
+    """Whether its only rerun options were the held plans' reruns."""
 
     @property
     def name(self) -> str:
-        """The model's name in reports: its formulation, and whether it recomputes."""
-        return self.formulation + (", recomputing" if self.recomputes else "")
+        """The model's name in reports: its formulation, and which reruns it may choose."""
+        return model_name(self.formulation, recomputes=self.recomputes,
+                          held_reruns=self.held_reruns)
+
+
+def model_name(formulation: str, *, recomputes: bool, held_reruns: bool) -> str:
+    """A model's (and its stage's) name: ``"synchronous"``, ``"synchronous, recomputing"``
+    (every rerun option), ``"synchronous, the held plans' reruns"`` (only those)."""
+    return formulation + (", the held plans' reruns" if held_reruns else
+                          ", recomputing" if recomputes else "")
 
 
 @attrs.frozen(kw_only=True, eq=False)

@@ -63,7 +63,8 @@ def solve_facts(outcome: Outcome, comparisons: Sequence[Comparison], *,
         "solve_seconds": s.solve_seconds, "warm_started": s.warm_started,
     }
     facts["model"] = None if m is None else {
-        "formulation": m.formulation, "recomputes": m.recomputes, "variables": m.variables,
+        "formulation": m.formulation, "recomputes": m.recomputes,
+        "held_reruns": m.held_reruns, "variables": m.variables,
         "binaries": m.binaries, "constraints": m.constraints, "nonzeros": m.nonzeros}
     facts["by_kind"] = outcome_breakdown(outcome).to_json()
     facts["plan_source"] = outcome.source
