@@ -77,3 +77,55 @@ def test_a_missing_capability_is_one_line_naming_the_solver_and_what_to_use() ->
         "solver 'spy' cannot plan approximately: it lacks starting solutions (capability "
         "'warm_start'), row duals of continuous models (capability 'duals')")
     assert info.value.hint == "use --solver highs"
+
+
+def test_a_formulation_given_twice_must_agree() -> None:
+    from autotm_core.ilp.fitting import plan_with_addresses
+    from autotm_core.ilp.options import Formulation, FormulationOptions, options_of
+
+    static = FormulationOptions(formulation=Formulation.STATIC)
+    assert options_of(None, None).formulation is Formulation.SYNCHRONOUS
+    assert options_of(None, "static") == static
+    assert options_of(static, "static") is static and options_of(static, None) is static
+    graph = training_chain(2)
+    system = preset("optane-2019")
+    for call in (plan_graph, plan_with_addresses):
+        with pytest.raises(UsageError, match="given twice and they differ: 'synchronous'"):
+            call(graph, system, options=static, formulation="synchronous")
+
+
+@pytest.mark.highs
+def test_a_solution_that_rounded_overfills_a_pool_is_no_plan(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tests.baselines.blocks import MIB, blocks
+
+    import autotm_core.ilp.decode as decode
+    from autotm_core.costs import roofline_costs
+    from autotm_core.errors import NoPlanFoundError
+    from autotm_core.ilp.formulation import build_program
+    from autotm_core.ilp.lp import to_matrix_problem
+    from autotm_core.ilp.options import FormulationOptions
+    from autotm_core.planning import PlanSettings, load_problem, plan
+    from autotm_core.plans import verify_plan
+    from autotm_core.solvers import SolverConfig
+
+    problem = load_problem(blocks(3, nbytes=4 * MIB), "gpu-h200", limit="1:1")
+    graph, system = problem.graph, problem.limited_system
+    # the rounded values' occupancy against the rows' bounds
+    index = build_program(graph, problem.costs, system, options=FormulationOptions(page_nbytes=1))
+    _, values = HighsSolver().solve(to_matrix_problem(index.lp), SolverConfig(relative_gap=0.01))
+    assert values is not None
+    settled = decode.settled_values(index, values)
+    assert decode.overfilled(index, settled) is None
+    h = 7  # kernel 3 runs
+    column = index.occupancy_vars[0][h]
+    index.lp.var_ub[column] = settled[column] - 5 / index.nbytes_per_unit
+    assert decode.overfilled(index, settled) == (0, 3, pytest.approx(5.0))
+    # such a solution is not a plan: the stage gives none, and the chain answers with a plan
+    # it holds (bytes counted one by one, the static model of these blocks did this once)
+    monkeypatch.setattr(decode, "overfilled", lambda index, settled: (0, 3, 2.0))
+    with pytest.raises(NoPlanFoundError, match=r"2 bytes over its limit at kernel .*tolerance"):
+        plan_graph(graph, system, costs=roofline_costs(graph, system),
+                   options=FormulationOptions(page_nbytes=1))
+    outcome = plan(problem, "synchronous", PlanSettings(addresses=False, recompute=False))
+    assert verify_plan(outcome.plan, graph, system) == []
+    assert "integrality tolerance" in outcome.note

@@ -129,6 +129,28 @@ def settled_values(index: ModelIndex, values: np.ndarray) -> np.ndarray:
     return out
 
 
+def overfilled(index: ModelIndex, settled: np.ndarray) -> tuple[int, int, float] | None:
+    """Where :func:`settled_values` ``settled`` hold a pool over its capacity row's bound,
+    as ``(pool, kernel, bytes over)`` at the worst half step; ``None`` where they hold none.
+
+    A solver takes a binary within its integrality tolerance of 0 or 1 (HiGHS: 1e-6), and
+    rounded, such a solution may overfill a pool its unrounded values did not: the static
+    model of three 4 MiB blocks (``tests.baselines.blocks``) on ``gpu-h200`` at 1:1,
+    counted in bytes, took a tensor's state at 1 - 4.8e-7 and filled HBM 2 bytes over.
+    """
+    worst: tuple[int, int, float] | None = None
+    for q, vars_ in index.occupancy_vars.items():
+        occupancy = np.asarray(vars_[1:], dtype=np.int64)  # half steps 1 .. 2n - 1
+        if not len(occupancy):
+            continue
+        over = settled[occupancy] - np.asarray(index.lp.var_ub, dtype=np.float64)[occupancy]
+        h = int(np.argmax(over))
+        nbytes = float(over[h]) * index.nbytes_per_unit
+        if nbytes >= 1.0 and (worst is None or nbytes > worst[2]):
+            worst = (q, (h + 1) // 2, nbytes)
+    return worst
+
+
 def objective_of(index: ModelIndex, values: np.ndarray) -> float:
     """The objective of ``values`` in seconds."""
     return index.objective_seconds(index.lp.objective_value(values))

@@ -39,7 +39,7 @@ from autotm_core.errors import (
     SolveInterruptedError,
     UsageError,
 )
-from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ilp.options import Formulation, FormulationOptions, options_of
 from autotm_core.ilp.search.budget import Budget
 from autotm_core.ilp.search.events import Listener, ignore
 from autotm_core.ilp.search.model import PlanResult
@@ -194,7 +194,7 @@ def plan_with_addresses(
     *,
     costs: KernelCosts | None = None,
     options: FormulationOptions | None = None,
-    formulation: Formulation | str = Formulation.SYNCHRONOUS,
+    formulation: Formulation | str | None = None,
     solver: Solver | None = None,
     relative_gap: float = 0.01,
     time_limit_seconds: float | None = None,
@@ -228,6 +228,7 @@ def plan_with_addresses(
 
     if max_rounds < 1:
         raise UsageError(f"max_rounds is {max_rounds}", hint="give at least 1 round")
+    options = options_of(options, formulation)
     if fast_capacity_nbytes is not None:
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
     costs = costs if costs is not None else resolve_costs(graph, system)
@@ -238,12 +239,12 @@ def plan_with_addresses(
     if pool is None:
         pool = IncumbentPool(graph, system, costs,
                              test=Packing(graph, system, alignment_nbytes=alignment_nbytes),
-                             recompute=options is not None and options.recompute)
+                             recompute=options.recompute)
     with budget.phase("packing"):
         pool.offer_all((p, Source(Origin.WARM_START, name=p.planner)) for p in start_plans)
     fitting = _Fitting(
         graph=graph, system=system, costs=costs,
-        options=options or FormulationOptions(formulation=Formulation.parse(formulation)),
+        options=options,
         solver=solver if solver is not None else get_solver(DEFAULT_SOLVER),
         relative_gap=relative_gap, budget=budget, strategy=strategy, pool=pool,
         listener=listener, on_round=on_round)

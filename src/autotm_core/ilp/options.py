@@ -145,6 +145,22 @@ class FormulationOptions:
         }
 
 
+def options_of(options: FormulationOptions | None,
+               formulation: Formulation | str | None) -> FormulationOptions:
+    """The options a planning call was given: ``options``, or the default options of
+    ``formulation`` (synchronous when neither is given); both, when they disagree on the
+    formulation, are one :class:`UsageError` instead of one of them silently ignored."""
+    if options is None:
+        return FormulationOptions(formulation=Formulation.parse(formulation or "synchronous"))
+    given = None if formulation is None else Formulation.parse(formulation)
+    if given is not None and given is not options.formulation:
+        raise UsageError(
+            f"the formulation is given twice and they differ: {given.value!r}, and "
+            f"{options.formulation.value!r} in the options",
+            hint="give it once: in the options, or as formulation= without options")
+    return options
+
+
 def resolve_capacities(graph: Graph, system: MemorySystem,
                        capacities: Capacities | None) -> list[np.ndarray | None]:
     """Per pool, its limit at every kernel: ``capacities`` where given, else the system's."""

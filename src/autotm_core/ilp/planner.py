@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from autotm_core.costs.model import KernelCosts
 from autotm_core.ilp.infeasible import check_lower_bounds
-from autotm_core.ilp.options import Formulation, FormulationOptions
+from autotm_core.ilp.options import Formulation, FormulationOptions, options_of
 from autotm_core.ilp.search.budget import Budget
 from autotm_core.ilp.search.events import Listener, ignore
 from autotm_core.ilp.search.model import EXACT_STEPS, ModelSearch, PlanResult, check_objective
@@ -23,7 +23,7 @@ def plan_graph(
     system: MemorySystem,
     *,
     fast_capacity_nbytes: int | None = None,
-    formulation: Formulation | str = Formulation.SYNCHRONOUS,
+    formulation: Formulation | str | None = None,
     solver: Solver | None = None,
     time_limit_seconds: float | None = None,
     relative_gap: float = 0.01,
@@ -41,7 +41,8 @@ def plan_graph(
     """Plan ``graph`` on ``system`` by ILP; the plan is verified and simulated.
 
     ``fast_capacity_nbytes`` overrides the fastest pool's capacity. ``options``
-    (when given) wins over ``formulation``. ``solver`` is the backend every solve runs on
+    (when given) carries the formulation; ``formulation`` too is a :class:`UsageError` when
+    the two differ. ``solver`` is the backend every solve runs on
     (the default plugin's when ``None``). Raises :class:`CapacityError` when no plan fits
     (saying which kernel and the smallest capacity that could), :class:`SolverError` when
     the solver finds no plan or the plan's simulated time exceeds the model's objective
@@ -68,7 +69,7 @@ def plan_graph(
 
     if fast_capacity_nbytes is not None:
         system = system.with_capacity(system.fast.name, int(fast_capacity_nbytes))
-    options = options or FormulationOptions(formulation=Formulation.parse(formulation))
+    options = options_of(options, formulation)
     check_lower_bounds(graph, system, resolve_capacities(graph, system, options.capacities),
                        options)
     state = ModelSearch(

@@ -550,7 +550,10 @@ class Check:
         for fallback in earlier:
             if deadline is not None and time.perf_counter() > deadline + state.reserve:
                 break  # checking them may take the time kept for checking, no more
-            candidate = _checked(state, fallback, found)
+            try:
+                candidate = _checked(state, fallback, found)
+            except NoPlanFoundError:
+                continue  # rounded, it overfills a pool: not a plan
             if state.fits(candidate.plan):
                 logger.info("the plan failed the caller's test; an earlier incumbent of the "
                             "windows passes it (%.6g s against %.6g s)",
@@ -608,13 +611,23 @@ def _decoded(state: ModelSearch, values: np.ndarray,
 
 def _checked(state: ModelSearch, values: np.ndarray, result: SolveResult) -> PlanResult:
     """The plan of solved ``values``: decoded, verified, simulated and held to its objective."""
-    from autotm_core.ilp.decode import objective_of, settled_values
+    from autotm_core.ilp.decode import objective_of, overfilled, settled_values
     from autotm_core.ilp.search.pool import gap_of
     from autotm_core.plans.verify import check_plan
     from autotm_core.simulation import simulate
 
     index, graph, system = state.model, state.graph, state.system
     values = settled_values(index, values)
+    over = overfilled(index, values)
+    if over is not None:
+        pool, kernel, nbytes = over
+        raise NoPlanFoundError(
+            f"the solver's solution for graph {graph.name!r}, its decisions rounded to 0 or 1, "
+            f"fills pool {system.pools[pool].name!r} {nbytes:,.0f} bytes over its limit at "
+            f"kernel {graph.kernels[kernel].name!r} (the solver took them within its "
+            "integrality tolerance, so its plan is not one)",
+            hint="the best plan held is returned; give the pool a little more memory, or "
+                 "plan with addresses (sizes in whole pages)")
     objective = objective_of(index, values)
     bound = None if result.best_bound is None else index.objective_seconds(result.best_bound)
     gap = None if result.gap is None or not math.isfinite(result.gap) else result.gap
