@@ -372,13 +372,13 @@ class _Stage:
     def run(self, chain: _Chain) -> None:
         settings = chain.settings
         strategy = settings.strategy
-        later = sum(strategy.stage_weight(k.formulation, recompute=k.recompute,
-                                          held_reruns=k.held_reruns)
-                    for k in chain.stages[self.position:])
-        budget = chain.budget.part(
-            strategy.stage_weight(self.formulation, recompute=self.recompute,
-                                  held_reruns=self.kind.held_reruns) / later,
-            stage=self.stage)
+        # a held-reruns stage takes its time out of its recomputing stage's share
+        later = sum(strategy.stage_weight(k.formulation, recompute=k.recompute)
+                    for k in chain.stages[self.position:] if not k.held_reruns)
+        share = strategy.stage_weight(self.formulation, recompute=self.recompute) / later
+        if self.kind.held_reruns:
+            share *= strategy.held_reruns_share
+        budget = chain.budget.part(share, stage=self.stage)
         if self.recompute and budget.deadline is None:
             seconds = strategy.untimed_recompute_seconds
             budget = attrs.evolve(budget, deadline=time.perf_counter() + seconds,
