@@ -139,11 +139,12 @@ def overfilled(index: ModelIndex, settled: np.ndarray) -> tuple[int, int, float]
     counted in bytes, took a tensor's state at 1 - 4.8e-7 and filled HBM 2 bytes over.
     """
     worst: tuple[int, int, float] | None = None
+    bound = np.asarray(index.lp.var_ub, dtype=np.float64)
     for q, vars_ in index.occupancy_vars.items():
         occupancy = np.asarray(vars_[1:], dtype=np.int64)  # half steps 1 .. 2n - 1
         if not len(occupancy):
             continue
-        over = settled[occupancy] - np.asarray(index.lp.var_ub, dtype=np.float64)[occupancy]
+        over = settled[occupancy] - bound[occupancy]
         h = int(np.argmax(over))
         nbytes = float(over[h]) * index.nbytes_per_unit
         if nbytes >= 1.0 and (worst is None or nbytes > worst[2]):
