@@ -7,7 +7,9 @@ again there (:class:`~autotm_core.plans.Rerun`, in kernel order: an order in whi
 rerun's recomputed inputs come before it exists only so). A set is possible when
 
 - each kernel may run again: the graph says so (``rerun``), it writes something, and it
-  updates none of its inputs in place;
+  updates none of its inputs in place, or writes only what it updates in place, each an
+  output of an earlier kernel of the set that no kernel between the two wrote (a fill:
+  the value it first updated);
 - no kernel between it and ``k`` writes one of its inputs (they hold what it first read);
 - each input is an output of an earlier kernel of the set that no kernel between the two
   wrote (the value this one read), or else it is in the fastest pool at the boundary:
@@ -61,7 +63,8 @@ class Need:
     restorable: bool = False
     """A rerun writes it, and no kernel in between changed it: it may be restored."""
     writes: int = 0
-    """How many reruns write it (each a copy in the fastest pool, unless restored)."""
+    """Whether reruns write it (1: one copy in the fastest pool, unless restored; a kernel
+    updating it in place writes where an earlier one of the set did)."""
 
 
 @attrs.frozen
@@ -80,8 +83,10 @@ class RerunSet:
 
 
 def may_rerun(graph: Graph) -> list[bool]:
-    """Per kernel: ``rerun`` in the graph, writes something, updates none of its inputs."""
-    return [k.rerun and bool(k.outputs) and not set(k.inputs) & set(k.outputs)
+    """Per kernel: ``rerun`` in the graph, writes something, and updates none of its inputs
+    or writes only what it updates (a fill, once fed by an earlier rerun: ``_set``)."""
+    return [k.rerun and bool(k.outputs) and (not set(k.inputs) & set(k.outputs)
+                                             or set(k.outputs) <= set(k.inputs))
             for k in graph.kernels]
 
 
@@ -116,7 +121,8 @@ class RecomputeSearch(Search):
         kernels = self.graph.kernels
         alive = {self.tracks[i].name: i for i in self.alive[k]}
         candidates = [p for p in range(k) if self.may_rerun[p]
-                      and all(self.unchanged(t, p, k) for t in kernels[p].inputs)]
+                      and all(self.unchanged(t, p, k) for t in kernels[p].inputs
+                              if t not in kernels[p].outputs)]
         out = [empty]
         for size in range(1, len(candidates) + 1):
             for chosen in itertools.combinations(candidates, size):
@@ -136,24 +142,26 @@ class RecomputeSearch(Search):
                 if earlier and self.unchanged(t, earlier[-1], p):
                     feeds.add(earlier[-1])
                     continue
-                if t not in alive:
+                if t in kernels[p].outputs or t not in alive:  # a fill not fed: another value
                     return None
                 need = needs.get(alive[t], Need())
                 needs[alive[t]] = attrs.evolve(need, fast=True)
+        held: set[str] = set()
         for p in chosen:
             fixed += kernels[p].workspace_nbytes
             useful = p in feeds
             for t in kernels[p].outputs:
                 nbytes = self.graph.tensor(t).nbytes
                 if t not in alive:
-                    fixed += nbytes
+                    fixed += nbytes * (t not in held)
+                    held.add(t)
                     continue
                 i = alive[t]
                 restorable = (self.unchanged(t, p, k) and FAST in self.tracks[i].pools
                               and self.tracks[i].first < k)
                 need = needs.get(i, Need())
                 needs[i] = attrs.evolve(need, restorable=need.restorable or restorable,
-                                        writes=need.writes + 1)
+                                        writes=1)
                 useful = useful or restorable
             if not useful:
                 return None

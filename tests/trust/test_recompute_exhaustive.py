@@ -176,3 +176,41 @@ def test_ilp_plans_with_reruns_verify_and_are_priced_at_the_objective(seed: int)
         check_objective(objective_seconds=objective, simulated_seconds=simulated,
                         graph=case.graph)
         assert simulated == pytest.approx(objective, rel=1e-7), (formulation, str(case))
+
+
+FILLS = [pytest.param(s, id=f"fills-seed{s}", marks=[] if s in (6, 17) else [pytest.mark.slow])
+         for s in (0, 1, 5, 6, 7, 15, 16, 17)]
+"""Cases whose activations are filled in place after their producer (``fills=True``: a
+scaling ``g`` kernel, or dropout's ``empty_like`` then ``bernoulli_``); in 6 and 17 the
+optimum reruns a fill."""
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("seed", FILLS)
+def test_ilps_rerun_a_producer_and_its_fills_as_the_exhaustive_optimum_does(seed: int) -> None:
+    """The rules' optimum, fills rerun only after their producer, is valid and priced exactly;
+    the static and synchronous ILPs equal the optimum of the plans that restore only dropped
+    tensors (the model's reading: :data:`HELD`), and never beat the rules' optimum."""
+    case = random_recompute_case(seed, fills=True)
+    graph, system = case.graph, case.system
+    assert (graph.recompute.fill_of >= 0).any()
+    costs = resolve_costs(graph, system)
+    for formulation in ("static", "synchronous"):
+        best = optimum_with_reruns(graph, system, costs, formulation=formulation)
+        dropped = optimum_with_reruns(graph, system, costs, formulation=formulation,
+                                      restore_held=False)
+        assert best is not None and dropped is not None
+        assert verify_plan(best.plan, graph, system) == [], (formulation, str(case))
+        assert simulate(best.plan, graph, system, costs).step_seconds == pytest.approx(
+            best.seconds, rel=1e-9)
+        outcome = ilp_outcome(graph, system, formulation, recompute=True)
+        assert outcome is not None
+        ilp = outcome.step_seconds
+        assert at_most(best.seconds, ilp), f"{formulation}: {ilp} beats {best.seconds}\n{case}"
+        assert at_most(ilp, dropped.seconds), (
+            f"{formulation}: the ILP's {ilp} is above the optimum restoring dropped tensors "
+            f"only, {dropped.seconds}\n{case}\n{describe(dropped.plan)}\n"
+            f"  reruns = {dropped.plan.reruns}")
+        fills = [r for r in outcome.plan.reruns if graph.recompute.fill_of[r.kernel] >= 0]
+        if seed in (6, 17):
+            assert fills, formulation

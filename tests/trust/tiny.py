@@ -107,14 +107,20 @@ def random_case(seed: int, *, pools: int = 2, bounded_slow: bool = False,
     return Case(seed, graph, two_pools(fast=fast, slow=slow))
 
 
-def random_recompute_graph(rng: random.Random, *, name: str = "tiny-recompute") -> Graph:
+def random_recompute_graph(rng: random.Random, *, name: str = "tiny-recompute",
+                           fills: bool = False) -> Graph:
     """A tiny forward and backward pass whose activations are read again after a gap: a
     chain ``x -> a1 -> .. -> aL`` (``L`` 2 or 3; ``x`` small, activations larger), then two
     backward kernels each reading the previous one's result and one earlier activation, the
     last one often reading ``x`` too (so that the forward pass can be rerun from it there)
     and sometimes updating a parameter the forward pass read. One forward kernel may be
     random (a dropout: never rerun). Sizes, FLOPs and workspaces are random, so recomputing
-    pays at some limits and not at others."""
+    pays at some limits and not at others.
+
+    With ``fills``, a layer's activation is often then updated in place by a second kernel
+    (``g1``: a fill, see :class:`~autotm_core.ir.RecomputeFacts`), and the random layer is a
+    dropout as CPU torch runs it: ``empty_like``, then ``bernoulli_`` filling it, whose
+    generator state the frontend keeps (so it may be rerun)."""
     b = GraphBuilder(name)
     layers = rng.randint(2, 3)
     b.tensor("x", nbytes=PAGE * rng.choice([64, 128, 256]), kind=TensorKind.INPUT)
@@ -127,9 +133,13 @@ def random_recompute_graph(rng: random.Random, *, name: str = "tiny-recompute") 
         name_i = f"a{i}"
         b.tensor(name_i, nbytes=PAGE * rng.choice([128, 256, 384, 512]))
         inputs = [acts[-1]] + (["w"] if weight and i == 1 else [])
-        b.kernel(f"f{i}", op="dropout" if i - 1 == random_op else "layer", inputs=inputs,
-                 outputs=[name_i], flops=rng.choice([1e4, 1e5, 1e6, 1e7]),
+        dropout = i - 1 == random_op
+        b.kernel(f"f{i}", op=("empty_like" if fills else "dropout") if dropout else "layer",
+                 inputs=inputs, outputs=[name_i], flops=rng.choice([1e4, 1e5, 1e6, 1e7]),
                  workspace_nbytes=rng.choice([0, 0, 0, 16 * PAGE]))
+        if fills and (dropout or rng.random() < 0.5):
+            b.kernel(f"g{i}", op="bernoulli_" if dropout else "scale_", inputs=[name_i],
+                     outputs=[name_i], flops=rng.choice([1e4, 1e5, 1e6]), rerun=True)
         acts.append(name_i)
     previous = acts[-1]
     for j in range(1, 3):
@@ -160,12 +170,12 @@ def compute_cheap_pools(*, fast: int | None = None) -> MemorySystem:
     )
 
 
-def random_recompute_case(seed: int) -> Case:
+def random_recompute_case(seed: int, *, fills: bool = False) -> Case:
     """A :func:`random_recompute_graph` with a random fast-pool limit between half its peak
     (or its largest workspace) and its peak, on :func:`two_pools` (even seeds) or
     :func:`compute_cheap_pools` (odd seeds)."""
     rng = random.Random(seed)
-    graph = random_recompute_graph(rng)
+    graph = random_recompute_graph(rng, fills=fills)
     live = graph.liveness
     peak = int(live.peak_nbytes)
     floor = max(int(live.workspace_nbytes.max()), peak // 2)

@@ -6,6 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from autotm_torch.policy import forward_end  # noqa: E402
 from torch import nn  # noqa: E402
 from torch_models import MLP, DataDependent, Expand, InPlace, SmallCNN  # noqa: E402
 
@@ -173,22 +174,29 @@ def test_kernels_record_the_module_they_were_called_from(frontend):
     assert {k.module for k in graph.kernels[14:]} == {""}
 
 
-def test_random_ops_and_side_effects_are_not_rerun(frontend):
+def test_dropout_noise_is_recomputed_by_its_producer_and_fills(frontend):
     from torch_models import dropout_factory
 
     made = dropout_factory()
     graph = frontend.load(made["model"], made["example_inputs"], loss=made["loss"],
                           targets=made["targets"], optimizer=made["optimizer"])
     rerun = {k.op: k.rerun for k in graph.kernels}
-    # dropout on the CPU: a noise tensor filled in place by bernoulli_, scaled, multiplied in
-    assert rerun["aten::bernoulli_"] is False and rerun["aten::div_"] is False
-    assert rerun["aten::mul"] is True and rerun["aten::addmm"] is True
-    assert not any(k.rerun for k in graph.kernels if k.op in ("aten::add_", "aten::addcdiv_"))
+    # dropout on the CPU: a noise tensor made by empty_like, filled in place by bernoulli_
+    # (the executor restores the generator's state before rerunning it), scaled by div_
+    assert rerun["aten::bernoulli_"] and rerun["aten::div_"] and rerun["aten::empty_like"]
     facts, index = graph.recompute, graph.tensor_index
-    noise = next(k for k in graph.kernels if k.op == "aten::bernoulli_").outputs[0]
-    dropped = next(k for k in graph.kernels if k.op == "aten::mul").outputs[0]
-    assert not facts.recomputable[index[noise]]  # kept or moved, never recomputed
-    assert facts.recomputable[index[dropped]]  # what reads the kept noise may be recomputed
+    kernels = {k.op: i for i, k in enumerate(graph.kernels[:forward_end(graph) + 1])}
+    noise = graph.kernels[kernels["aten::bernoulli_"]].outputs[0]
+    assert facts.recomputable[index[noise]]
+    assert facts.rerun_kernels(kernels["aten::empty_like"]) == (
+        kernels["aten::empty_like"], kernels["aten::bernoulli_"], kernels["aten::div_"])
+    dropped = graph.kernels[kernels["aten::mul"]].outputs[0]
+    assert facts.recomputable[index[dropped]]
+    # the optimizer's in-place updates of parameters and their state: no fills, never rerun
+    # (Adam's in-place add_ to a temporary it just made is a fill)
+    updates = [i for i, k in enumerate(graph.kernels) if k.op in ("aten::add_", "aten::addcdiv_")
+               and graph.tensor(k.outputs[0]).kind is not TensorKind.ACTIVATION]
+    assert updates and not any(facts.rerunnable[i] or facts.fill_of[i] >= 0 for i in updates)
 
 
 def test_attention_without_dropout_may_rerun_and_with_it_may_not():
@@ -200,6 +208,10 @@ def test_attention_without_dropout_may_rerun_and_with_it_may_not():
     assert internals.may_rerun(flash, (q, q, q), {})
     assert internals.may_rerun(flash, (q, q, q, 0.0), {})
     assert not internals.may_rerun(flash, (q, q, q), {"dropout_p": 0.1})
-    assert not internals.may_rerun(aten.native_dropout.default, (q, 0.5, True), {})
-    assert not internals.may_rerun(aten.add_.Tensor, (q, q), {})
+    # dropout draws from the default generator, whose state the executor restores
+    assert internals.may_rerun(aten.native_dropout.default, (q, 0.5, True), {})
+    assert not internals.may_rerun(aten.bernoulli_.float, (q, 0.5),
+                                   {"generator": torch.Generator()})
+    assert internals.may_rerun(aten.add_.Tensor, (q, q), {})  # an in-place write: a fill
+    assert not internals.may_rerun(aten._assert_async.msg, (q, "side effect"), {})
     assert internals.may_rerun(aten.native_dropout_backward.default, (q, q, 2.0), {})

@@ -63,9 +63,9 @@ class Recompute:
 
     def extra_nbytes(self, s: Setting, kernel: int, before: int) -> int:
         """Bytes the rerun of ``kernel`` at ``before`` holds beside the residencies: its
-        workspace and every output it does not restore there."""
+        workspace (and its fills') and every output it does not restore there."""
         live, index = s.graph.liveness, s.graph.tensor_index
-        extra = int(live.workspace_nbytes[kernel])
+        extra = int(sum(live.workspace_nbytes[k] for k in s.graph.recompute.rerun_kernels(kernel)))
         for name in s.graph.kernels[kernel].outputs:
             o = index[name]
             drop = self.drops.get(o)
@@ -206,7 +206,9 @@ def rerun_plan(s: Setting, pools: IntArray, decided: Recompute, *, planner: str,
         else:
             residencies += [Residency(tensor.name, pool, first[t], drop.last_kept),
                             Residency(tensor.name, fast, drop.restore, last[t])]
-    reruns = [Rerun(k, b) for k, b in decided.ordered_reruns()]
+    facts = s.graph.recompute
+    reruns = [Rerun(k, b) for b, k in sorted(
+        (b, k) for p, b in decided.ordered_reruns() for k in facts.rerun_kernels(p))]
     plan = make_plan(s.graph, s.system, residencies=residencies, planner=planner,
                      attributes=attributes, capacities=s.capacities(), reruns=reruns)
     if s.allowed is not None:
@@ -218,14 +220,22 @@ def may_rerun(s: Setting, kernel: int) -> bool:
     """Whether a baseline may run ``kernel`` again: the graph allows it
     (:attr:`~autotm_core.ir.RecomputeFacts.rerunnable`), every tensor it touches may live
     in the fastest pool (a rerun reads and writes there), and a partial cost table prices it
-    there."""
-    if not s.graph.recompute.rerunnable[kernel]:
+    there; the kernels filling its outputs run with it and read nothing else (a baseline
+    brings back only the kernel's own inputs)."""
+    facts = s.graph.recompute
+    if not facts.rerunnable[kernel]:
         return False
     index = s.graph.tensor_index
-    touched = [index[name] for name in s.graph.kernels[kernel].tensors]
-    if not all(s.may_be_fast[t] for t in touched):
-        return False
-    return s.allowed is None or s.allowed.allows(kernel, [0] * len(touched))
+    for k in facts.rerun_kernels(kernel):
+        names = s.graph.kernels[k].tensors
+        touched = [index[name] for name in names]
+        if k != kernel and set(names) != set(s.graph.kernels[k].outputs):
+            return False
+        if not all(s.may_be_fast[t] for t in touched):
+            return False
+        if s.allowed is not None and not s.allowed.allows(k, [0] * len(touched)):
+            return False
+    return True
 
 
 def costs_of(s: Setting, costs: KernelCosts | None) -> KernelCosts:
@@ -234,8 +244,10 @@ def costs_of(s: Setting, costs: KernelCosts | None) -> KernelCosts:
 
 
 def kernel_rerun_seconds(s: Setting, costs: KernelCosts, kernel: int) -> float:
-    """What running ``kernel`` again costs (every tensor in the fastest pool)."""
-    return rerun_seconds(costs, kernel, len(s.graph.kernels[kernel].tensors))
+    """What running ``kernel`` again costs (every tensor in the fastest pool), with the
+    kernels filling its outputs."""
+    return sum(rerun_seconds(costs, k, len(s.graph.kernels[k].tensors))
+               for k in s.graph.recompute.rerun_kernels(kernel))
 
 
 def rerun_summary(s: Setting, decided: Recompute, costs: KernelCosts) -> dict[str, Any]:

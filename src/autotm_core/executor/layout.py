@@ -209,13 +209,17 @@ def _reruns(
     outputs: dict[tuple[int, str], tuple[int, int]] = {}
     workspaces: dict[int, tuple[int, int]] = {}
     used: dict[int, int] = collections.defaultdict(int)  # boundary -> scratch bytes taken
+    written: dict[tuple[int, str], tuple[int, int]] = {}  # (boundary, tensor) -> place
     for j, rerun in enumerate(plan.reruns):
         for name in dict.fromkeys(graph.kernels[rerun.kernel].outputs):
             i = restores.get((name, rerun.before))
             if i is not None:
                 outputs[j, name] = places[i]  # type: ignore[assignment]
                 continue
-            outputs[j, name] = (scratch_arena, used[rerun.before])
+            if (rerun.before, name) in written:  # filled in place where its producer wrote it
+                outputs[j, name] = written[rerun.before, name]
+                continue
+            outputs[j, name] = written[rerun.before, name] = (scratch_arena, used[rerun.before])
             used[rerun.before] += _aligned(graph.tensor(name).nbytes)
     top = dict(used)
     for j, rerun in enumerate(plan.reruns):

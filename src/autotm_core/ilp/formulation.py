@@ -256,8 +256,8 @@ class _Builder:
     # -- reruns ---------------------------------------------------------------
 
     def _rerun_columns(self) -> list[tuple[int, RerunOption]]:
-        """One binary per rerun option, charged its kernel's time, holding all its outputs and
-        its workspace in the fastest pool at its boundary (:mod:`autotm_core.ilp.reruns`)."""
+        """One binary per rerun option, charged its kernels' time, holding all its outputs and
+        their workspaces in the fastest pool at its boundary (:mod:`autotm_core.ilp.reruns`)."""
         out = []
         live = self.live
         for option in self.reruns.options:
@@ -265,7 +265,7 @@ class _Builder:
             self.record((RERUN, option.before, -1, -1, -1, 0))
             self.rerun_var[option.kernel, option.before] = var
             held = sum(round_up(int(live.nbytes[t]), self.page) for t in option.outputs)
-            held += round_up(int(live.workspace_nbytes[option.kernel]), self.page)
+            held += sum(round_up(int(live.workspace_nbytes[k]), self.page) for k in option.runs)
             h = 2 * option.before
             self._occupy(h, h, held / self.unit, [(var, frozenset({0}))])
             out.append((var, option))

@@ -1,8 +1,10 @@
 """Which reruns the model may choose: the recompute options of one problem.
 
 A *rerun option* ``(p, b)`` lets the model run kernel ``p`` again at the boundary before
-kernel ``b`` (:class:`~autotm_core.plans.Rerun`). Options are found from the uses of the
-droppable tensors and chained back through their producers' inputs:
+kernel ``b`` (:class:`~autotm_core.plans.Rerun`), and after it the kernels filling its
+outputs in place (:meth:`~autotm_core.ir.RecomputeFacts.rerun_kernels`: one option, their
+times and reads together). Options are found from the uses of the droppable tensors and
+chained back through their producers' inputs:
 
 - a tensor is *droppable* when the graph says it is recomputable
   (:class:`~autotm_core.ir.RecomputeFacts`), its producer's outputs may all live in the
@@ -48,11 +50,19 @@ class RerunOption:
     before: int
     """The kernel it runs just before."""
     seconds: float
-    """Its time with every tensor in the fastest pool."""
+    """Its time with every tensor in the fastest pool (and its fills')."""
     inputs: tuple[int, ...]
     """Tensor positions it reads (each needed in the fastest pool at the boundary)."""
     outputs: tuple[int, ...]
     """Tensor positions it writes (all into the fastest pool, at the boundary)."""
+    kernels: tuple[int, ...] = ()
+    """The kernels it runs: :attr:`kernel`, then those filling its outputs (empty: only
+    :attr:`kernel`)."""
+
+    @property
+    def runs(self) -> tuple[int, ...]:
+        """The kernels the option runs again, in order."""
+        return self.kernels or (self.kernel,)
 
 
 @attrs.frozen(slots=True)
@@ -88,12 +98,19 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
         pinned = np.zeros(len(graph.tensors), dtype=np.bool_)
     kernel_inputs: dict[int, tuple[int, ...]] = {}
     kernel_outputs: dict[int, tuple[int, ...]] = {}
+    first_reader: dict[int, dict[int, int]] = {}  # p -> input -> the first kernel reading it
 
     def reads(p: int) -> tuple[int, ...]:
+        """What a rerun of ``p`` (and its fills) reads that it does not write first."""
         if p not in kernel_inputs:
-            k = graph.kernels[p]
-            kernel_inputs[p] = tuple(index[n] for n in k.inputs)
-            kernel_outputs[p] = tuple(index[n] for n in k.outputs)
+            outputs = tuple(index[n] for n in graph.kernels[p].outputs)
+            readers: dict[int, int] = {}
+            for q in facts.rerun_kernels(p):
+                for n in graph.kernels[q].inputs:
+                    if index[n] not in outputs:
+                        readers.setdefault(index[n], q)
+            kernel_inputs[p], kernel_outputs[p] = tuple(readers), outputs
+            first_reader[p] = readers
         return kernel_inputs[p]
 
     seconds: dict[int, float | None] = {}
@@ -104,7 +121,8 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
             return False
         if p not in seconds:
             try:
-                seconds[p] = rerun_seconds(costs, p, len(graph.kernels[p].tensors))
+                seconds[p] = sum(rerun_seconds(costs, q, len(graph.kernels[q].tensors))
+                                 for q in facts.rerun_kernels(p))
             except PlanError:  # a cost table without the all-fastest configuration
                 seconds[p] = None
         return seconds[p] is not None
@@ -150,7 +168,7 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
         for p, b in list(kept):
             ok = True
             for u in reads(p):
-                if not facts.unchanged(u, p, b) or not may_be_fast[u]:
+                if not facts.unchanged(u, first_reader[p][u], b) or not may_be_fast[u]:
                     ok = False
                     break
                 over = int(live.first[u]) <= b - 1 and int(live.last[u]) >= b
@@ -173,7 +191,8 @@ def rerun_options(graph: Graph, costs: KernelCosts, system: MemorySystem,
                 boundaries.setdefault(u, set()).add(b)
     ordered = sorted(kept, key=lambda pb: (pb[1], pb[0]))
     return RerunOptions(
-        tuple(RerunOption(p, b, seconds[p] or 0.0, kernel_inputs[p], kernel_outputs[p])
+        tuple(RerunOption(p, b, seconds[p] or 0.0, kernel_inputs[p], kernel_outputs[p],
+                          kernels if len(kernels := facts.rerun_kernels(p)) > 1 else ())
               for p, b in ordered),
         frozenset(droppable),
         {t: tuple(sorted(bs)) for t, bs in boundaries.items()},

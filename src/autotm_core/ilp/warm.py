@@ -148,7 +148,7 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
     for var, option in index.reruns:
         if (option.kernel, option.before) in wanted_reruns:
             values[var] = 1.0
-            wanted_reruns.discard((option.kernel, option.before))
+            wanted_reruns.difference_update((k, option.before) for k in option.runs)
     if wanted_reruns:
         logger.info("warm start: plan %r reruns kernels where the model has no rerun option "
                     "(e.g. kernel #%d before #%d)", plan.planner, *min(wanted_reruns))

@@ -1,12 +1,15 @@
 """What a plan may recompute instead of keeping: the one owner of these facts.
 
-A tensor is *recomputable* when it is an activation written by exactly one kernel, its
-producer, which may run again (:attr:`~autotm_core.ir.Kernel.rerun`: not random, no side
-effect) and updates none of its inputs in place: running that kernel again on the same
-inputs gives the same value. A plan may then drop it between two uses and rerun its
-producer just before the later one (:class:`~autotm_core.plans.Rerun`), provided each input
-still holds the value the producer first read: no kernel wrote it in between
-(:meth:`RecomputeFacts.unchanged`).
+A tensor is *recomputable* when it is an activation whose producer may run again
+(:attr:`~autotm_core.ir.Kernel.rerun`: no side effect, and not a random op whose generator
+state the frontend does not keep) and updates none of its inputs in place, and whose every
+other writer *fills* it: a kernel that may run again, writes that tensor only, in place,
+and runs before any kernel but its writers reads it (CPU dropout's noise: ``empty_like``,
+then ``bernoulli_``, then ``div_``). Running the producer and then its fills again on the
+same inputs gives the same value. A plan may then drop it between two uses and rerun its
+producer and fills just before the later one (one :class:`~autotm_core.plans.Rerun` each,
+in order: :meth:`RecomputeFacts.rerun_kernels`), provided each input still holds the value
+the kernel first read: no kernel wrote it in between (:meth:`RecomputeFacts.unchanged`).
 
 Layers, for checkpointing a layer at a time as ``torch.utils.checkpoint`` users do, come
 from :attr:`~autotm_core.ir.Kernel.module`: :func:`layer_of`.
@@ -32,11 +35,24 @@ class RecomputeFacts:
     rerunnable: BoolArray
     """Per kernel: it may run again (``rerun``, writes outputs, updates no input in place)."""
     recomputable: BoolArray
-    """Per tensor: an activation whose only writer is a rerunnable producer."""
+    """Per tensor: an activation written by a rerunnable producer and kernels filling it."""
     write_ptr: IntArray
     """CSR row pointers into :attr:`write_kernels`, one row per tensor."""
     write_kernels: IntArray
     """Kernels writing each tensor, ascending."""
+    fill_of: IntArray
+    """Per kernel: the recomputable tensor it fills in place (see the module doc), or -1.
+    Such a kernel runs again only right after the kernels before it that write the tensor."""
+    fill_ptr: IntArray
+    """CSR row pointers into :attr:`fill_kernels`, one row per kernel."""
+    fill_kernels: IntArray
+    """Per kernel, the kernels filling its recomputable outputs, ascending."""
+
+    def rerun_kernels(self, kernel: int) -> tuple[int, ...]:
+        """The kernels a rerun of ``kernel`` runs, in order: itself, then the kernels filling
+        its recomputable outputs (none for most kernels)."""
+        fills = self.fill_kernels[self.fill_ptr[kernel]:self.fill_ptr[kernel + 1]]
+        return (kernel, *fills.tolist())
 
     def unchanged(self, tensor: int, after: int, before: int) -> bool:
         """Whether no kernel strictly between ``after`` and ``before`` writes ``tensor``."""
@@ -64,9 +80,35 @@ def recompute_facts(graph: Graph) -> RecomputeFacts:
     producer = live.producer
     activation = np.fromiter((t.kind is TensorKind.ACTIVATION for t in graph.tensors),
                              dtype=np.bool_, count=n_tensors)
-    recomputable = activation & (counts == 1) & (producer >= 0)
+    recomputable = activation & (producer >= 0)
     recomputable[recomputable] = rerunnable[producer[recomputable]]
-    return RecomputeFacts(rerunnable, recomputable, write_ptr, write_kernels)
+    fill_of = np.full(n_kernels, -1, dtype=np.int64)
+    for t in np.flatnonzero(recomputable & (counts > 1)).tolist():
+        fills = write_kernels[write_ptr[t] + 1:write_ptr[t + 1]]
+        if _fills(graph, t, fills):
+            fill_of[fills] = t
+        else:
+            recomputable[t] = False
+    filled = np.flatnonzero(fill_of >= 0)
+    heads = producer[fill_of[filled]]
+    order = np.lexsort((filled, heads))
+    fill_ptr = np.zeros(n_kernels + 1, dtype=np.int64)
+    np.cumsum(np.bincount(heads, minlength=n_kernels), out=fill_ptr[1:])
+    return RecomputeFacts(rerunnable, recomputable, write_ptr, write_kernels, fill_of,
+                          fill_ptr, filled[order])
+
+
+def _fills(graph: Graph, tensor: int, writers: IntArray) -> bool:
+    """Whether every kernel of ``writers`` (after the producer) fills ``tensor``: may run
+    again, writes it only, in place, and no kernel but a writer reads it before the last."""
+    name = graph.tensors[tensor].name
+    for w in writers.tolist():
+        kernel = graph.kernels[w]
+        if not kernel.rerun or set(kernel.outputs) != {name} or name not in kernel.inputs:
+            return False
+    users = graph.liveness.users(tensor)
+    return set(users[users <= writers[-1]].tolist()) <= {int(w) for w in writers} | {
+        int(graph.liveness.producer[tensor])}
 
 
 _INDEX = re.compile(r"\d+")

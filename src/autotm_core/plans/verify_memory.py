@@ -93,11 +93,13 @@ def _rerun_boundary_use(
     graph: Graph, arrays: PlanArrays, restored: IntArray,
 ) -> tuple[IntArray, dict[int, list[tuple[int, list[tuple[str, int]]]]]]:
     """Per half step, the bytes reruns hold in the fastest pool beside the residencies they
-    restore: their other outputs and their workspace, at their boundary; and per boundary,
-    each rerun there (its position in the plan) with what it holds (name, bytes)."""
+    restore: their other outputs (each once: a kernel filling an output writes it where its
+    producer's rerun did) and their workspace, at their boundary; and per boundary, each
+    rerun there (its position in the plan) with what it holds (name, bytes)."""
     live, index, a = graph.liveness, graph.tensor_index, arrays
     out = np.zeros(2 * a.n_kernels + 2, dtype=np.int64)
     held: dict[int, list[tuple[int, list[tuple[str, int]]]]] = {}
+    written: set[tuple[int, int]] = set()
     for i, (k, b) in enumerate(zip(a.rerun_kernel.tolist(), a.rerun_before.tolist(),
                                    strict=True)):
         what = [("workspace", int(live.workspace_nbytes[k]))] if live.workspace_nbytes[k] else []
@@ -105,8 +107,9 @@ def _rerun_boundary_use(
             t = index[name]
             key = a.key_of(t, 0, b)
             at = np.searchsorted(restored, key)
-            if not (at < len(restored) and restored[at] == key):
+            if not (at < len(restored) and restored[at] == key) and (b, t) not in written:
                 what.append((repr(name), int(live.nbytes[t])))
+            written.add((b, t))
         out[2 * b] += sum(n for _, n in what)
         held.setdefault(b, []).append((i, what))
     return out, held

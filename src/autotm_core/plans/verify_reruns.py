@@ -4,8 +4,11 @@ A :class:`~autotm_core.plans.model.Rerun` runs a kernel again at a boundary (see
 :mod:`autotm_core.plans.model`). These rules make sure it recomputes what the kernel first
 computed, and only that:
 
-- the kernel may run again: the graph allows it (``rerun``: not random, no side effect)
-  and it updates none of its inputs in place;
+- the kernel may run again: the graph allows it (``rerun``: no side effect, not a random op
+  whose generator state the frontend does not keep) and it updates none of its inputs in
+  place, or it fills a recomputable tensor in place
+  (:attr:`~autotm_core.ir.RecomputeFacts.fill_of`) that an earlier rerun at the boundary
+  wrote (its producer's, then the fills before it);
 - each input holds, at the boundary, the value the kernel first read: no kernel in between
   wrote it (a parameter the optimizer has already updated is a wrong plan); an input an
   earlier rerun at the boundary recomputes holds the value that rerun's kernel wrote, so
@@ -14,7 +17,8 @@ computed, and only that:
   there by a synchronous move, or restored by a rerun before this one at the boundary), or
   an output of a rerun before this one at the same boundary; not still arriving there by
   an asynchronous move in flight over the boundary;
-- an output it restores has not been written since the kernel first ran;
+- an output it restores has not been written since the last kernel writing it at the
+  boundary first ran (a producer is followed by the kernels filling its output);
 - a kernel runs again at most once at one boundary.
 
 Capacity at the boundary (every output and the workspace of each rerun) is checked with
@@ -40,6 +44,7 @@ def check_reruns(look: PlanLookups) -> list[str]:
     seen: set[tuple[int, int]] = set()
     sync = _sync_keys(look)
     outputs_at: dict[int, dict[int, int]] = {}  # boundary -> tensor -> the rerun's kernel
+    last_writer: dict[tuple[int, int], tuple[int, int]] = {}  # (boundary, tensor) -> rerun
 
     def add(message: str) -> None:
         nonlocal count
@@ -54,11 +59,18 @@ def check_reruns(look: PlanLookups) -> list[str]:
         if (k, b) in seen:
             add(f"{what}: the kernel already runs again at this boundary; keep one rerun")
         seen.add((k, b))
-        if not facts.rerunnable[k]:
-            why = ("the graph marks it not safe to rerun (a random op, or one with a side "
-                   "effect)" if not kernel.rerun else "it updates one of its inputs in place")
-            add(f"{what}: this kernel may not run again: {why}")
         written = outputs_at.setdefault(b, {})
+        filled = int(facts.fill_of[k])
+        if filled >= 0 and filled not in written:
+            name = graph.tensors[filled].name
+            add(f"{what}: it fills {name!r} in place, so it runs again only right after the "
+                f"kernels before it that write {name!r} (a rerun of its producer "
+                f"{look.kernel(int(graph.liveness.producer[filled]))} first)")
+        elif filled < 0 and not facts.rerunnable[k]:
+            why = ("the graph marks it not safe to rerun (a random op whose generator state "
+                   "is not kept, or one with a side effect)" if not kernel.rerun
+                   else "it updates one of its inputs in place")
+            add(f"{what}: this kernel may not run again: {why}")
         for name in kernel.inputs:
             u = index[name]
             if u in written and written[u] > k:
@@ -89,12 +101,14 @@ def check_reruns(look: PlanLookups) -> list[str]:
                     f"{look.pool_names[0]!r} at that boundary, by {look.move(copy)}; complete "
                     "that copy by this boundary")
         for name in kernel.outputs:
-            o = index[name]
-            restored = look.restored_at(np.array([o]), np.array([0]), np.array([b]))[0]
-            if restored and not facts.unchanged(o, k, b):
-                add(f"{what}: restores {name!r}, which a later kernel has written since; the "
-                    "rerun gives its older value")
-            written[o] = k
+            written[index[name]] = k
+            last_writer[b, index[name]] = i, k
+    for (b, o), (i, k) in last_writer.items():
+        restored = look.restored_at(np.array([o]), np.array([0]), np.array([b]))[0]
+        if restored and not facts.unchanged(o, k, b):
+            add(f"reruns[{i}] ({look.kernel(k)} again before {look.kernel(b)}): restores "
+                f"{graph.tensors[o].name!r}, which a later kernel has written since; the "
+                "rerun gives its older value")
     return limited(out, count, "wrong reruns")
 
 

@@ -175,24 +175,48 @@ def may_rerun(target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     """Whether running an ATen op again on the same inputs gives the same outputs and does
     nothing else, so that a plan may recompute them.
 
-    Not so for a random op (torch's ``nondeterministic_seeded`` tag: dropout, ``rand*``,
-    ``bernoulli``, ``normal_`` ...), except an op whose ``dropout_p`` argument is 0 (the
-    attention kernels carry the tag for their optional dropout), nor for an op with a side
-    effect (``torch._library.utils.is_impure``: a schema that writes an argument, an op
-    registered as effectful).
+    - Not for an op with a side effect (registered as effectful, or one of torch's
+      side-effectful functions). Writing an argument in place is no side effect here: the
+      graph lists it among the kernel's outputs, and autotm-core reruns such a kernel only
+      to fill a tensor its producer's rerun remade (``RecomputeFacts.fill_of``).
+    - A random op (torch's ``nondeterministic_seeded`` tag) that autotm-core names random
+      (``autotm_core.ir.reruns_safely``: dropout, ``bernoulli_``, ``rand*``, ``normal_`` ...)
+      and draws from the default generator: yes, since the torch executor restores that
+      generator's state before a rerun (:mod:`autotm_torch.real_kernels`) and a checkpoint
+      policy keeps the recomputed random ops a prefix of the forward pass's
+      (:mod:`autotm_torch.policy`), as ``torch.utils.checkpoint`` with
+      ``preserve_rng_state`` needs. Not with an explicit ``generator``.
+    - Another op carrying the tag: only when its ``dropout_p`` argument is 0 (the attention
+      kernels carry the tag for their optional dropout, which a policy could not tell).
     """
-    from torch._library.utils import is_impure
-
-    if is_impure(target, impure_random=False):
+    if _side_effect(target):
         return False
     if torch.Tag.nondeterministic_seeded not in getattr(target, "tags", ()):
         return True
     schema = target._schema
     for i, argument in enumerate(schema.arguments):
+        value = kwargs.get(argument.name, args[i] if i < len(args) else argument.default_value)
         if argument.name == "dropout_p":
-            value = kwargs.get("dropout_p", args[i] if i < len(args) else argument.default_value)
             return isinstance(value, int | float) and value == 0
-    return False
+        if argument.name == "generator" and value is not None:
+            return False
+    from autotm_core.ir import reruns_safely
+
+    return not reruns_safely(schema.name)
+
+
+def _side_effect(target: Any) -> bool:
+    """Whether an op has an effect besides writing its arguments (effectful, or one of
+    torch's side-effectful functions)."""
+    from torch._higher_order_ops.effects import _get_effect
+    from torch.fx.node import _side_effectful_functions
+
+    return target in _side_effectful_functions or _get_effect(target) is not None
+
+
+def is_random(target: Any) -> bool:
+    """Whether an ATen op draws random numbers (torch's ``nondeterministic_seeded`` tag)."""
+    return torch.Tag.nondeterministic_seeded in getattr(target, "tags", ())
 
 
 def storage_key(tensor: torch.Tensor) -> Any:

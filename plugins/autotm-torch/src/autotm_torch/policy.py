@@ -32,9 +32,14 @@ How a decision becomes a ``CheckpointPolicy`` (:data:`TORCH_POLICY`):
 
 Writers of one storage (a tensor made, then written in place: CPU dropout's noise, an
 in-place ``relu_``) get one decision, so that a replay never mixes a cached write with a
-recomputed one. Reruns a checkpoint policy cannot say are listed in
+recomputed one. Random ops (autotm-core's names: ``bernoulli_``, ``native_dropout``,
+``rand*`` ...) are recomputed only while no random op before them in the forward pass is
+saved: ``torch.utils.checkpoint`` restores the generator's state once, where the region
+begins, and a saved op draws nothing when the region is replayed, so a random op after it
+would draw other numbers. Reruns a checkpoint policy cannot say are listed in
 :attr:`Policy.unexpressed` with why: a rerun within the forward pass, of a backward kernel,
-or of a value kept over the end of the forward pass and dropped later.
+of a value kept over the end of the forward pass and dropped later, or of a random op after
+a saved one.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from typing import Any
 import attrs
 
 from autotm_core.errors import FormatError, PluginError, UsageError
-from autotm_core.ir import Graph, TensorKind
+from autotm_core.ir import Graph, TensorKind, reruns_safely
 from autotm_core.plans import MoveKind, Plan
 
 FORMAT = "autotm-torch/checkpoint-policy"
@@ -266,6 +271,8 @@ def checkpoint_policy(plan: Plan, graph: Graph, *, fast_pool: str | None = None)
         else:
             decisions[k] = Decision.FREE
     _one_decision_per_storage(graph, end, decisions, offloaded, recompute, unexpressed)
+    while _random_after_saved(graph, end, decisions, recompute, unexpressed):
+        _one_decision_per_storage(graph, end, decisions, offloaded, recompute, unexpressed)
     counts: Counter[tuple[str, str]] = Counter()
     ops = []
     for k, kernel in enumerate(graph.kernels[:end + 1]):
@@ -388,6 +395,26 @@ def _one_decision_per_storage(graph: Graph, end: int, decisions: dict[int, Decis
                         "in place and keep: saved instead")))
                 decisions[w] = target
                 changed = True
+
+
+def _random_after_saved(graph: Graph, end: int, decisions: dict[int, Decision],
+                        recompute: Mapping[int, int], unexpressed: list[Unexpressed]) -> bool:
+    """Save the first random op recomputed after a saved one (see the module doc), listing
+    its rerun as unexpressed; whether one was."""
+    saved = False
+    for k, kernel in enumerate(graph.kernels[:end + 1]):
+        if reruns_safely(kernel.op):
+            continue
+        if decisions[k] in (Decision.SAVE, Decision.OFFLOAD):
+            saved = True
+        elif decisions[k] is Decision.RECOMPUTE and saved:
+            unexpressed.append(Unexpressed(
+                kernel.name, graph.kernels[recompute[k]].name,
+                "a random op after a saved one: replayed from the generator state of the "
+                "region's start, it would draw other numbers; saved instead"))
+            decisions[k] = Decision.SAVE
+            return True
+    return False
 
 
 class PolicyFunction:

@@ -21,6 +21,9 @@ A plan's reruns (:class:`autotm_core.plans.Rerun`) run the same op again, the sa
 way, over the rerun's places: its inputs where they are in the fastest pool at the
 rerun's boundary, its outputs into the residency it restores or into scratch
 (:attr:`autotm_core.executor.Program.reruns`), counted by op in :attr:`RealRun.reruns`.
+A random op (dropout's ``bernoulli_``) draws the same numbers again: the state of the
+step device's default generator is kept when the kernel first runs and set again around its
+rerun (the numbers drawn after it are not changed by the rerun).
 Tensors in a pool on another device than the step's (host memory of a GPU
 step) are staged through a temporary on the step's device around the kernel,
 and counted (:attr:`RealRun.staged_nbytes`). Where each tensor is, is resolved
@@ -154,6 +157,10 @@ class TorchKernels:
                                            mem.device, self.device, self._region)
             self.reruns = resolve_reruns(traced, setup.graph, self.step.storages, program,
                                          mem.device, self.device, self._region)
+            self.rerun_kernel = [ops.kernel for ops in program.reruns]
+            self.random = {k for k in self.rerun_kernel
+                           if internals.is_random(self.kernels[k].node.target)}
+            self.generator_states: dict[int, torch.Tensor] = {}
             self.initial = [(self._region(*row[:3]),
                              storage_bytes(initial_by_name[by_seed[int(row[3])]]))
                             for row in program.initial]
@@ -177,12 +184,24 @@ class TorchKernels:
 
     def run_kernel(self, k: int) -> int:
         """The ATen op of kernel ``k`` on its arena views (0: the loop hashes reads itself)."""
+        if k in self.random:
+            self.generator_states[k] = _generator_state(self.device)
         _run(self.kernels[k], self.mem, self.device)
         return 0
 
     def run_rerun(self, rerun: int) -> int:
-        """The ATen op of ``program.reruns[rerun]``'s kernel again, over the rerun's places."""
-        _run(self.reruns[rerun], self.mem, self.device)
+        """The ATen op of ``program.reruns[rerun]``'s kernel again, over the rerun's places
+        (a random op from the generator state it first ran with)."""
+        k = self.rerun_kernel[rerun]
+        if k not in self.random:
+            _run(self.reruns[rerun], self.mem, self.device)
+            return 0
+        now = _generator_state(self.device)
+        _set_generator_state(self.device, self.generator_states[k])
+        try:
+            _run(self.reruns[rerun], self.mem, self.device)
+        finally:
+            _set_generator_state(self.device, now)
         return 0
 
     def after_kernel(self, k: int) -> None:
@@ -273,6 +292,20 @@ def step_device(traced: Traced) -> torch.device:
     """The device the step was traced for (its first placeholder's)."""
     first = next(iter(placeholders(traced)), None)
     return first.meta["val"].device if first is not None else torch.device("cpu")
+
+
+def _generator_state(device: torch.device) -> torch.Tensor:
+    """The state of ``device``'s default random generator."""
+    if device.type == "cpu":
+        return torch.get_rng_state()
+    return torch.get_device_module(device.type).get_rng_state(device)
+
+
+def _set_generator_state(device: torch.device, state: torch.Tensor) -> None:
+    if device.type == "cpu":
+        torch.set_rng_state(state)
+    else:
+        torch.get_device_module(device.type).set_rng_state(state, device)
 
 
 def _run(kernel: Any, mem: Pools, device: torch.device) -> None:
