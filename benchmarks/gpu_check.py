@@ -25,8 +25,14 @@ Run on a machine with a CUDA GPU (one short run, a few minutes)::
    caches every output of an op it saves: batch-norm's normalised output too, since an op
    that updates running statistics must not be replayed), the device's peak over the pass
    (``torch.cuda.max_memory_allocated``), the time of a pass and the largest difference
-   of loss and gradients from the uncheckpointed pass. (The executor does not carry
-   reruns out, so the recompute plan itself is not executed by step 4's runner.)
+   of loss and gradients from the uncheckpointed pass.
+6. *Recomputes dropout*: an MLP with dropout (batch 32 x ``batch``), captured on the device (one
+   ``native_dropout`` kernel per dropout on a GPU), planned with recomputation at
+   ``ratio`` x its peak (again with host copies 20x slower when that plan reruns no
+   random kernel); the plan and the all-in-device one are executed from the same
+   seed. Prints how many dropout kernels the plan reruns and the largest difference of
+   loss, gradients and updated parameters between the two runs (0 when each rerun draws
+   the first run's numbers: the executor restores the generator's state around it).
 
 Without a GPU it says so and exits with status 0; without PyTorch or the autotm-torch
 plugin it says which to install and exits with status 2. ``--cpu-test`` runs the whole
@@ -39,6 +45,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -247,7 +254,88 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ilp-recompute: no plan ({type(exc).__name__}: {str(exc).splitlines()[0]})")
         return 0
     _policy_check(model, x, y, loss, graph, recomputing, repeat=args.repeat, device=device)
+    _dropout_check(device, rates, args, pools)
     return 0
+
+
+def _dropout_check(device: str, rates: dict[str, float], args: argparse.Namespace,
+                   pools) -> None:
+    """Step 6: a plan rerunning dropout, executed, against the all-in-device plan."""
+    import torch
+    from autotm_torch.capture import capture
+    from autotm_torch.plan_addresses import fit_addresses
+    from autotm_torch.real_kernels import captured_step, run_plan
+    from autotm_torch.step_values import clone_values, step_values, warm_up
+
+    from autotm_core.baselines import all_fast
+    from autotm_core.ir import reruns_safely
+    from autotm_core.planning import PlanSettings, load_problem
+    from autotm_core.planning import plan as plan_point
+
+    torch.manual_seed(0)
+    width = 16 * args.width
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, width), torch.nn.ReLU(), torch.nn.Dropout(0.5),
+        torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Dropout(0.5),
+        torch.nn.Linear(width, 10)).to(device)
+    batch = 32 * args.batch  # activations, not parameters, fill the device
+    x = torch.randn(batch, 64, device=device)
+    y = torch.randint(0, 10, (batch,), device=device)
+    loss = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    warm_up(opt)
+    traced = capture(model, (x,), loss=loss, targets=(y,), optimizer=opt)
+    step = captured_step(traced, name="dropout mlp")
+    graph = step.graph
+    values = clone_values(step_values(traced, model=model, inputs=(x,), targets=(y,),
+                                      optimizer=opt))
+    peak = graph.liveness.peak_nbytes
+    roomy = _system(rates, 2 * peak + (64 << 20))
+    # at the measured rates, then with host copies 20x slower (recomputing pays there)
+    for slower in (1, 20):
+        limited = _system({**rates, "h2d": rates["h2d"] / slower, "d2h": rates["d2h"] / slower},
+                          int(args.ratio * peak))
+        try:
+            outcome = plan_point(load_problem(graph, limited), "synchronous", PlanSettings(
+                mode="exact", addresses=False, recompute=True,
+                time_limit_seconds=args.ilp_seconds))
+        except Exception as exc:  # the check has measured the rest already
+            print(f"dropout: no plan ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+            return
+        chosen, random = outcome.plan, [r for r in outcome.plan.reruns
+                                        if not reruns_safely(graph.kernels[r.kernel].op)]
+        how = (f"the ILP's plan at {args.ratio:.2f} x peak (host copies {slower}x slower than "
+               "measured)")
+        if random:
+            break
+    else:  # no plan chose to: a random valid plan with reruns (the verifier's property tests')
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.plans.random_reruns import random_plan_with_reruns
+
+        limited = _system(rates, None)
+        for seed in range(20):
+            chosen = random_plan_with_reruns(graph, limited, seed, drop_rate=0.9)
+            random = [r for r in chosen.reruns
+                      if not reruns_safely(graph.kernels[r.kernel].op)]
+            how = f"a random valid plan (seed {seed}; the ILP's rerun no random kernel)"
+            if random:
+                break
+    runs = {}
+    for name, (plan, system) in (("all-in-device", fit_addresses(all_fast(graph, roomy), graph,
+                                                                 roomy)),
+                                 ("recompute", fit_addresses(chosen, graph, limited))):
+        torch.manual_seed(1)
+        runs[name] = run_plan(step, plan, system, values, pools=pools, repeat=1)
+    a, b = runs["all-in-device"], runs["recompute"]
+    diffs = [float((got - want).abs().max()) for got, want in zip(b.outputs, a.outputs,
+                                                                  strict=True)]
+    diffs += [float((b.final[k] - v).abs().max()) for k, v in a.final.items()]
+    ops = sorted({graph.kernels[r.kernel].op for r in random})
+    print(f"\ndropout: {len(graph.kernels)} kernels; {how} reruns "
+          f"{len(chosen.reruns)} kernels, "
+          f"{len(random)} of them random ({', '.join(ops) or 'none'}); "
+          f"{b.report.measured_step_seconds * 1e3:.3f} ms a step; max |diff| against the "
+          f"all-in-device run from the same seed {max(diffs):.2e}")
 
 
 def _policy_check(model, x, y, loss_fn, graph, plan, *, repeat: int, device: str) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 
 import torch
 import torch.compiler
+from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
-    FakeTensorDeviceMismatchError,
     FakeTensorMode,
     UnsupportedOperatorException,
 )
@@ -35,8 +35,9 @@ DYNAMIC_SHAPE_ERRORS = (DynamicOutputShapeException,)
 """Raised by an op whose output shape depends on tensor values (``nonzero``, ``unique``)."""
 UNSUPPORTED_OP_ERRORS = (UnsupportedOperatorException,)
 """Raised by an op that has no fake-tensor (meta) implementation."""
-DEVICE_MISMATCH_ERRORS = (FakeTensorDeviceMismatchError,)
-"""Raised by an op given tensors on two devices (a model on ``meta``, inputs on the CPU)."""
+DEVICE_MISMATCH_ERRORS = (getattr(fake_tensor, "FakeTensorDeviceMismatchError", RuntimeError),)
+"""Raised by an op given tensors on two devices (a model on ``meta``, inputs on the CPU);
+torch before 2.13 raises a plain ``RuntimeError``."""
 
 
 def new_fake_mode() -> FakeTensorMode:

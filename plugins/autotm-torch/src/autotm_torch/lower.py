@@ -114,6 +114,8 @@ def is_kernel(op: Any, args: Sequence[Any], kwargs: dict[str, Any], out: Any) ->
         return False
     if any(internals.storage_nbytes(t) for t in written_tensors(schema, args, kwargs)):
         return True
+    if out is None:  # not given (torch before 2.13 hands a policy no output): the schema's
+        return any(r.alias_info is None and "Tensor" in str(r.type) for r in schema.returns)
     mine = {internals.storage_key(t) for t in _tensors((args, kwargs))}
     return any(internals.storage_key(t) not in mine and internals.storage_nbytes(t)
                for t in _tensors(out))

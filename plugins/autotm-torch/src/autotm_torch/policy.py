@@ -457,7 +457,7 @@ class PolicyFunction:
     def __call__(self, ctx: Any, op: Any, *args: Any, **kwargs: Any) -> Any:
         from autotm_torch.lower import is_kernel
 
-        if not is_kernel(op, args, kwargs, ctx.op_output):
+        if not is_kernel(op, args, kwargs, getattr(ctx, "op_output", None)):
             return self._other
         if self._fresh:
             self._fresh = False
