@@ -36,3 +36,22 @@ def test_a_recomputing_chain_improves_the_practitioners_reruns_before_every_opti
     assert verify_plan(outcome.plan, graph, system) == []
     assert outcome.step_seconds <= simulate(held, graph, system,
                                             problem.costs).step_seconds * (1 + 1e-9)
+
+
+def test_a_plan_held_from_before_its_stages_rounds_is_said_so():
+    """The head's objective and termination are the last round's: when the plan returned was
+    held from an earlier stage (it packs faster than any round's), the outcome says so."""
+    from autotm_core.ilp.fitting import FitRound
+    from autotm_core.planning.ilp import _held_over_rounds
+
+    def fit(round_: int, step: float, fits: bool, room: float | None = None) -> FitRound:
+        return FitRound(round=round_, step_seconds=step, fits=fits, fragmentation_nbytes=0,
+                        overflow_nbytes=0 if fits else 4096, overflow_kernels=0 if fits else 1,
+                        seconds=0.1, room_step_seconds=room)
+
+    rounds = (fit(1, 1.0, False, room=1.5), fit(2, 1.2, True))
+    assert _held_over_rounds(rounds, 1.2, "synchronous", "ilp", 1.2) == ""
+    assert _held_over_rounds(rounds, 1.5, "synchronous", "ilp", 1.2) == ""  # room made
+    note = _held_over_rounds(rounds, 1.1, "synchronous, recomputing", "ilp", 1.2)
+    assert "none of the synchronous, recomputing stage's 2 address-fitting round(s)" in note
+    assert "(1.1 s; the last round's objective 1.2 s)" in note

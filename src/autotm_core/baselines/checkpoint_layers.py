@@ -11,7 +11,8 @@ Forward kernels (those before the backward pass, :mod:`.saved`) in no such block
   layer's input, what the checkpoint of that layer saves) is never dropped;
 - it *drops* every other saved activation its kernels produce that may be recomputed
   (:attr:`~autotm_core.ir.RecomputeFacts.recomputable`: a random op's outputs, such as
-  dropout's mask and output, are kept, since their op may not run again), from its last
+  dropout's mask and output, are kept where the graph says their op may not run again; a
+  tensor filled in place is rerun with its fills), from its last
   forward use to the boundary before the first backward kernel reading any of the layer's
   dropped activations;
 - at that boundary it *reruns* the layer's forward kernels that produce them, in program

@@ -36,7 +36,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
 
@@ -64,6 +64,9 @@ from autotm_core.planning.settings import PlanSettings
 from autotm_core.plans.model import Plan
 from autotm_core.solvers.base import Solver, SolveResult, TerminationCondition
 from autotm_core.units import PAGE_NBYTES, format_bytes
+
+if TYPE_CHECKING:
+    from autotm_core.ilp.fitting import FitRound
 
 logger = logging.getLogger(__name__)
 
@@ -519,10 +522,26 @@ def _exact(chain: _Chain, planner: Planner, budget: Budget, kind: StageKind) -> 
                      variables=result.n_variables,
                      binaries=result.n_binaries, constraints=result.n_constraints,
                      nonzeros=result.n_nonzeros)
+    step = float(simulation.step_seconds)
+    note = "" if fitting is None else _held_over_rounds(fitting.rounds, step, kind.name,
+                                                       source.describe(planner.formulation),
+                                                       result.objective_seconds)
     return Outcome(problem=problem, planner=planner, plan=plan, simulation=simulation,
-                   step_seconds=float(simulation.step_seconds),
-                   source=source.describe(planner.formulation), solve=stats, model=size,
-                   addresses=fitting, plan_seconds=0.0)
+                   step_seconds=step, source=source.describe(planner.formulation), solve=stats,
+                   model=size, addresses=fitting, plan_seconds=0.0, note=note)
+
+
+def _held_over_rounds(rounds: Sequence[FitRound], step: float, stage: str, source: str,
+                      objective: float | None) -> str:
+    """What to say when none of a stage's address-fitting rounds made the plan returned (a
+    plan held from before packs faster): the head's objective and termination are the last
+    round's, not this plan's."""
+    if any((r.fits and r.step_seconds == step) or r.room_step_seconds == step for r in rounds):
+        return ""
+    last = "" if objective is None else f"; the last round's objective {objective:.6g} s"
+    return (f"none of the {stage} stage's {len(rounds)} address-fitting round(s) made a plan "
+            f"that packs faster than the held {source} plan ({step:.6g} s{last}), which is "
+            "returned")
 
 
 def _within(gap: float | None, relative_gap: float) -> bool:

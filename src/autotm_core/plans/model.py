@@ -59,15 +59,18 @@ Reruns: a value recomputed instead of kept
 - A :class:`Rerun` runs kernel ``kernel`` again at the boundary before kernel ``before``
   (``kernel < before``), after that boundary's synchronous moves; the reruns at one boundary
   run in the plan's order. Only a kernel whose ``rerun`` is true and that updates none of its
-  inputs in place may run again (the graph says which: random ops are not rerun).
+  inputs in place may run again (the graph says which: a random op only when its generator
+  state is kept), or a kernel filling a recomputable tensor in place
+  (:attr:`~autotm_core.ir.RecomputeFacts.fill_of`) right after the reruns of the kernels
+  before it that write the tensor, at the same boundary.
 - It reads every input in the fastest pool, where at that boundary each is resident (over
   the boundary, or landed there by a synchronous move before ``before``) or is an output of
   an earlier rerun at the same boundary; and each holds the value the kernel read when it
   first ran: no kernel in between wrote it (a parameter already updated is a wrong plan).
 - It writes all its outputs into the fastest pool. An output with a residency there
   beginning at ``before`` that no move lands is *restored*: that residency holds the value
-  the kernel first wrote (which no kernel in between may have changed). The others are
-  dropped once the boundary's reruns are done.
+  the last kernel rerun there that writes it first wrote (which no kernel in between may
+  have changed). The others are dropped once the boundary's reruns are done.
 - A tensor may so be resident nowhere between two of its uses: it is *dropped*, and its
   residency after the gap begins with a rerun that restores it.
 - At the boundary, the fastest pool holds, beside what is resident over it, every output
