@@ -363,3 +363,25 @@ def test_ops_that_must_not_replay_are_saved_with_every_output():
     assert eager.left_nbytes == policy.kept_nbytes  # all kept: autograd's own saved set
     assert checkpointed.left_nbytes == policy.saved_nbytes - 4  # less the loss
     assert policy.saved_nbytes > policy.kept_nbytes + 4
+
+
+def test_export_policy_warns_when_the_policy_holds_more_than_eager(tmp_path, capsys):
+    from execution_models import SmallResNet
+
+    from autotm_core import save_graph
+    from autotm_core.cli.main import main
+    from autotm_core.plans import save_plan
+
+    torch.manual_seed(0)
+    model, loss_fn = SmallResNet(), nn.CrossEntropyLoss()
+    inputs = (torch.randn(2, 3, 8, 8), torch.randint(0, 10, (2,)))
+    graphs = {"resnet": _capture(model, inputs, loss_fn), "mlp": _small(CheckpointedMLP)[-1]}
+    for name, graph in graphs.items():
+        graph_path, plan_path = tmp_path / f"{name}.json", tmp_path / f"{name}-plan.json"
+        save_graph(graph, graph_path)
+        save_plan(all_fast(graph, preset("gpu-h200")), plan_path)
+        capsys.readouterr()
+        assert main(["export-policy", str(plan_path), "--graph", str(graph_path),
+                     "-o", str(tmp_path / f"{name}-policy.json")]) == 0
+        warned = "more than no checkpointing keeps" in capsys.readouterr().out
+        assert warned is (name == "resnet")  # batch-norm saved whole; the MLP keeps alike

@@ -76,6 +76,16 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for name, value in sizes.items():
         console.print(f"  {name.removesuffix('_nbytes').replace('_', ' ')}: {value}",
                       highlight=False, soft_wrap=True)
+    # what eager PyTorch keeps for the backward pass: every activation it reads (the
+    # policy's saved bytes also count the loss's outputs: a few bytes, hence the margin)
+    eager = facts.get("kept_nbytes", 0) + facts.get("recomputed_nbytes", 0)
+    if facts.get("saved_nbytes", 0) > 1.01 * eager:
+        console.print(
+            f"[bold yellow]warning[/]: the policy holds {format_bytes(facts['saved_nbytes'])} "
+            f"from the forward pass, more than no checkpointing keeps ({format_bytes(eager)}): "
+            "an op that must not be replayed (batch-norm in training) is saved with every "
+            "output; see docs/torch-execution.md, 'Whole ops'", highlight=False,
+            soft_wrap=True)
     return 0
 
 
