@@ -22,6 +22,7 @@ from autotm_torch.real_kernels import TorchKernels, captured_step  # noqa: E402
 from autotm_torch.step_values import clone_values, step_values, warm_up  # noqa: E402
 from test_torch_policy import _same_numbers, _step  # noqa: E402
 from torch import nn  # noqa: E402
+from torch.utils.checkpoint import checkpoint  # noqa: E402
 
 from autotm_core.baselines import all_fast  # noqa: E402
 from autotm_core.executor import execute  # noqa: E402
@@ -155,3 +156,54 @@ def test_the_policy_recomputes_dropout_under_checkpoint_with_the_same_numbers(pl
     with both.attach(model) as policy_fn:
         recomputing = _step(model, loss, (x, y), policy_fn=policy_fn, seed=3)
     _same_numbers(recomputing, eager)
+
+
+@pytest.mark.slow
+def test_hugging_face_gpt2_with_dropout_keeps_eager_numbers_under_its_policy():
+    """A small GPT-2 with dropout (0.1 everywhere): checkpoint-layers reruns every block's
+    dropouts but keeps the embedding's (no numbered layer), so the policy saves the blocks'
+    too (a random op after a saved one); recomputing all of them, the first included, is
+    what torch can replay. Both give eager's loss and gradients from the same seed."""
+    pytest.importorskip("transformers")
+    import hf_models
+
+    from autotm_core import get_frontend
+    from autotm_core.baselines import checkpoint_layers
+    from autotm_core.presets import preset
+
+    model = hf_models.model("gpt2", layers=2)
+    model.config.resid_pdrop = model.config.embd_pdrop = model.config.attn_pdrop = 0.1
+    model = type(model)(model.config)  # built again: the dropout modules read the config
+    batch = hf_models.batch()
+    graph = get_frontend("torch").load(model, batch, loss="output", optimizer="adamw")
+    plan = checkpoint_layers(graph, preset("gpu-h200"))
+    policy = checkpoint_policy(plan, graph)
+    random = [op for op in policy.ops if op.op == "aten::bernoulli_"]
+    assert len(random) == 1 + 3 * 2  # the embedding's, then three a block
+    assert random[0].module == "transformer.drop"
+    assert all(op.decision is Decision.SAVE for op in random)
+    demoted = [u for u in policy.unexpressed if "random op after a saved one" in u.reason]
+    assert {u.kernel for u in demoted} <= {op.kernel for op in random[1:]} and demoted
+
+    def step(policy_fn=None):
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(11)
+        if policy_fn is None:
+            loss = model(**batch).loss
+        else:
+            loss = checkpoint(lambda b: model(**b).loss, batch, use_reentrant=False,
+                              context_fn=policy_fn.context_fn)
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+    model.train()
+    eager = step()
+    forward = graph.kernels[:forward_end(graph) + 1]
+    noise = {k.name for i, k in enumerate(forward)
+             if k.op in ("aten::empty_like", "aten::bernoulli_", "aten::div_")}
+    for tried in (policy, _with(policy, dict.fromkeys(noise, Decision.RECOMPUTE))):
+        with tried.attach(model) as policy_fn:
+            loss, grads = step(policy_fn)
+        torch.testing.assert_close(loss, eager[0])
+        for got, want in zip(grads, eager[1], strict=True):
+            torch.testing.assert_close(got, want)
