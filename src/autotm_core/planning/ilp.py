@@ -397,7 +397,7 @@ class _Stage:
         if chain.report is not None and not _time_for(chain, self.formulation):
             chain.notes.append(
                 f"too little of the time limit was left to plan the {self.stage} "
-                f"formulation; the {chain.report.planner.name} plan is returned")
+                "formulation; the best plan held is returned")
             chain.stopped = True
             return
         stage = _approximate if settings.mode is PlanMode.APPROXIMATE else _exact
