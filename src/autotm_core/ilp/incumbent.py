@@ -144,6 +144,9 @@ def relax_and_fix_matrix(problem: MatrixProblem, *, solver: Solver,
     result = attrs.evolve(fixed, best_bound=bound, termination=termination, status=status,
                           solve_seconds=relaxed.solve_seconds + fixed.solve_seconds,
                           handoff_seconds=relaxed.handoff_seconds + fixed.handoff_seconds)
+    logger.info("relax-and-fix: the fixed MIP's objective %.6g (%s), the LP's %.6g, in %.1f s",
+                fixed.objective, fixed.termination.value, relaxed.objective,
+                result.solve_seconds)
     return RelaxAndFix(values=y, result=result, row_duals=relaxed.row_duals)
 
 
