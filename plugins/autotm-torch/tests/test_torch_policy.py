@@ -110,6 +110,22 @@ def _same_numbers(step: Step, reference: Step) -> None:
         torch.testing.assert_close(got, want)
 
 
+def hf_step(model, batch, policy_fn=None, *, seed: int | None = None):
+    """One forward and backward pass of a Hugging Face model on ``batch`` (its own loss),
+    checkpointed with ``policy_fn`` when given, from ``seed`` when given: the loss and the
+    gradients."""
+    model.zero_grad(set_to_none=True)
+    if seed is not None:
+        torch.manual_seed(seed)
+    if policy_fn is None:
+        loss = model(**batch).loss
+    else:
+        loss = checkpoint(lambda b: model(**b).loss, batch, use_reentrant=False,
+                          context_fn=policy_fn.context_fn)
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in model.parameters()]
+
+
 def _capture(model, inputs, loss_fn):
     return get_frontend("torch").load(model, inputs[:-1], loss=loss_fn, targets=inputs[-1:],
                                       optimizer="sgd")
@@ -270,20 +286,10 @@ def test_gpt2_ops_are_found_by_module_but_for_the_mask_the_capture_builds():
     graph = get_frontend("torch").load(model, batch, loss="output", optimizer="adamw")
     policy = checkpoint_policy(all_fast(graph, preset("gpu-h200")), graph)
 
-    def step(policy_fn=None):
-        model.zero_grad(set_to_none=True)
-        if policy_fn is None:
-            loss = model(**batch).loss
-        else:
-            loss = checkpoint(lambda b: model(**b).loss, batch, use_reentrant=False,
-                              context_fn=policy_fn.context_fn)
-        loss.backward()
-        return loss.detach(), [p.grad.clone() for p in model.parameters()]
-
     model.train()
-    eager = step()
+    eager = hf_step(model, batch)
     with policy.attach(model) as policy_fn:
-        loss, grads = step(policy_fn)
+        loss, grads = hf_step(model, batch, policy_fn)
         found = [(m, op) for m, op, _, d in policy_fn.seen if d is not None]
         unmatched = dict(policy_fn.unmatched)
     torch.testing.assert_close(loss, eager[0])

@@ -20,9 +20,8 @@ from autotm_torch.capture import capture  # noqa: E402
 from autotm_torch.policy import Decision, checkpoint_policy, forward_end  # noqa: E402
 from autotm_torch.real_kernels import TorchKernels, captured_step  # noqa: E402
 from autotm_torch.step_values import clone_values, step_values, warm_up  # noqa: E402
-from test_torch_policy import _same_numbers, _step  # noqa: E402
+from test_torch_policy import _same_numbers, _step, hf_step  # noqa: E402
 from torch import nn  # noqa: E402
-from torch.utils.checkpoint import checkpoint  # noqa: E402
 
 from autotm_core.baselines import all_fast  # noqa: E402
 from autotm_core.executor import execute  # noqa: E402
@@ -185,25 +184,14 @@ def test_hugging_face_gpt2_with_dropout_keeps_eager_numbers_under_its_policy():
     demoted = [u for u in policy.unexpressed if "random op after a saved one" in u.reason]
     assert {u.kernel for u in demoted} <= {op.kernel for op in random[1:]} and demoted
 
-    def step(policy_fn=None):
-        model.zero_grad(set_to_none=True)
-        torch.manual_seed(11)
-        if policy_fn is None:
-            loss = model(**batch).loss
-        else:
-            loss = checkpoint(lambda b: model(**b).loss, batch, use_reentrant=False,
-                              context_fn=policy_fn.context_fn)
-        loss.backward()
-        return loss.detach(), [p.grad.clone() for p in model.parameters()]
-
     model.train()
-    eager = step()
+    eager = hf_step(model, batch, seed=11)
     forward = graph.kernels[:forward_end(graph) + 1]
-    noise = {k.name for i, k in enumerate(forward)
+    noise = {k.name for k in forward
              if k.op in ("aten::empty_like", "aten::bernoulli_", "aten::div_")}
     for tried in (policy, _with(policy, dict.fromkeys(noise, Decision.RECOMPUTE))):
         with tried.attach(model) as policy_fn:
-            loss, grads = step(policy_fn)
+            loss, grads = hf_step(model, batch, policy_fn, seed=11)
         torch.testing.assert_close(loss, eager[0])
         for got, want in zip(grads, eager[1], strict=True):
             torch.testing.assert_close(got, want)

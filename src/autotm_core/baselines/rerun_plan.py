@@ -56,11 +56,6 @@ class Recompute:
     reruns: set[tuple[int, int]] = attrs.field(factory=set)
     """``(kernel, before)``: the kernel runs again at the boundary before ``before``."""
 
-    def ordered_reruns(self) -> list[tuple[int, int]]:
-        """The reruns in the order they run: by boundary, then in program order (so a rerun
-        finds the outputs of the reruns it chains to)."""
-        return sorted(self.reruns, key=lambda r: (r[1], r[0]))
-
     def extra_nbytes(self, s: Setting, kernel: int, before: int) -> int:
         """Bytes the rerun of ``kernel`` at ``before`` holds beside the residencies: its
         workspace (and its fills') and every output it does not restore there."""
@@ -206,9 +201,7 @@ def rerun_plan(s: Setting, pools: IntArray, decided: Recompute, *, planner: str,
         else:
             residencies += [Residency(tensor.name, pool, first[t], drop.last_kept),
                             Residency(tensor.name, fast, drop.restore, last[t])]
-    facts = s.graph.recompute
-    reruns = [Rerun(k, b) for b, k in sorted(
-        (b, k) for p, b in decided.ordered_reruns() for k in facts.rerun_kernels(p))]
+    reruns = [Rerun(k, b) for k, b in s.graph.recompute.with_fills(decided.reruns)]
     plan = make_plan(s.graph, s.system, residencies=residencies, planner=planner,
                      attributes=attributes, capacities=s.capacities(), reruns=reruns)
     if s.allowed is not None:

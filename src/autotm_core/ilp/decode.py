@@ -89,9 +89,8 @@ def decode_plan(index: ModelIndex, values: np.ndarray, graph: Graph, system: Mem
         last = ts.slots[-1].last
         residencies.extend(Residency(tensor, names[q], first, last)
                            for q, first in sorted(opened.items()))
-    reruns = [Rerun(k, b) for b, k in sorted(
-        (option.before, k) for var, option in index.reruns if values[var] > 0.5
-        for k in option.runs)]
+    reruns = [Rerun(k, b) for k, b in graph.recompute.with_fills(
+        (option.kernel, option.before) for var, option in index.reruns if values[var] > 0.5)]
     if capacities is None:
         capacities = {
             p.name: None if cap is None else int(cap.max()) if len(cap) else p.capacity_nbytes

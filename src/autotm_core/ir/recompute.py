@@ -18,6 +18,7 @@ from :attr:`~autotm_core.ir.Kernel.module`: :func:`layer_of`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import attrs
 import numpy as np
@@ -53,6 +54,12 @@ class RecomputeFacts:
         its recomputable outputs (none for most kernels)."""
         fills = self.fill_kernels[self.fill_ptr[kernel]:self.fill_ptr[kernel + 1]]
         return (kernel, *fills.tolist())
+
+    def with_fills(self, reruns: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``(kernel, before)`` reruns with each kernel's fills after it, in the order they
+        run: by boundary, then in program order (a rerun's recomputed inputs come first)."""
+        return sorted(((k, b) for p, b in reruns for k in self.rerun_kernels(p)),
+                      key=lambda kb: (kb[1], kb[0]))
 
     def unchanged(self, tensor: int, after: int, before: int) -> bool:
         """Whether no kernel strictly between ``after`` and ``before`` writes ``tensor``."""

@@ -192,7 +192,7 @@ def may_rerun(target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     """
     if _side_effect(target):
         return False
-    if torch.Tag.nondeterministic_seeded not in getattr(target, "tags", ()):
+    if not is_random(target):
         return True
     schema = target._schema
     for i, argument in enumerate(schema.arguments):
