@@ -19,6 +19,7 @@ from autotm_core.ilp.reruns import rerun_options
 from autotm_core.ir import Graph, GraphBuilder, TensorKind
 from autotm_core.memory import MemorySystem
 from autotm_core.plans import Plan, Rerun, verify_plan
+from autotm_core.plans.verify_memory import boundary_rerun_use
 from autotm_core.presets import preset
 from autotm_core.simulation import simulate
 from autotm_core.solvers import SolverConfig
@@ -294,3 +295,45 @@ def test_a_model_of_the_held_plans_reruns_only_offers_those_and_expresses_the_pl
     assert verify_plan(plan, graph, system) == []
     assert (simulate(plan, graph, system, costs).step_seconds
             <= simulate(held, graph, system, costs).step_seconds * (1 + 1e-9))
+
+
+def chain_step() -> Graph:
+    """x -> a -> b -> e -> c (four cheap kernels), then two big ones, then a backward reading
+    c and x: c (16 MiB) must leave HBM over the big ones, and a rerun chain restoring it
+    makes a, b and e (8 MiB each) again, which no later kernel reads."""
+    b = GraphBuilder("chain")
+    b.tensor("x", nbytes=8 * MIB, kind=TensorKind.INPUT)
+    for name, size in (("a", 8), ("b", 8), ("e", 8), ("c", 16), ("h", 40), ("g", 40), ("d", 8)):
+        b.tensor(name, nbytes=size * MIB)
+    for name, source, target in (("f1", "x", "a"), ("f2", "a", "b"), ("f3", "b", "e"),
+                                 ("f4", "e", "c")):
+        b.kernel(name, op="relu", inputs=[source], outputs=[target], flops=1e3)
+    b.kernel("big", op="matmul", inputs=["c"], outputs=["h"], flops=1e6)
+    b.kernel("big2", op="matmul", inputs=["h"], outputs=["g"], flops=1e6)
+    b.kernel("back", op="matmul", inputs=["g", "c", "x"], outputs=["d"], flops=1e6)
+    return b.build()
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("formulation", [Formulation.SYNCHRONOUS, Formulation.ASYNCHRONOUS])
+def test_a_rerun_chain_frees_each_value_once_the_next_is_made(formulation):
+    """At 84 MiB, c cannot stay over big2 (x, h, g and c: 104 MiB; x moves out there).
+    Restoring it before back by rerunning f1..f4 holds x, g and c (64 MiB) and, while f2
+    and f3 run, two of a, b and e (16 MiB): 80 MiB fits. Were the three held together, as
+    the rules once counted, 88 MiB would not, and c would cross the link twice."""
+    graph = chain_step()
+    limit = 84 * MIB
+    system, costs, index, values, plan = _solve(graph, formulation, limit)
+    assert verify_plan(plan, graph, system) == []
+    back = graph.kernel_index["back"]
+    assert [r.kernel for r in plan.reruns if r.before == back] == [
+        graph.kernel_index[f] for f in ("f1", "f2", "f3", "f4")]
+    simulated = float(simulate(plan, graph, system, costs).step_seconds)
+    assert simulated == pytest.approx(objective_of(index, values), rel=1e-9)
+    *_, kept = _solve(graph, formulation, limit, recompute=False)
+    assert simulated < float(simulate(kept, graph, system, costs).step_seconds)
+    # what the reruns hold beside the residencies: a and b while f2 runs, b and e while f3
+    use = boundary_rerun_use(graph, [r.kernel for r in plan.reruns if r.before == back], back,
+                             {graph.tensor_index["c"]})
+    assert use.peak == 16 * MIB
+    assert use.held == [(0, [("'a'", 8 * MIB)]), (1, [("'b'", 8 * MIB)])]

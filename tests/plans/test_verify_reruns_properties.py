@@ -165,7 +165,9 @@ def boundary_use(plan: Plan, graph: Graph, sys_: MemorySystem) -> tuple[list[int
     """Bytes in the fastest pool at each half step straight from the rules (quadratic,
     obviously right): the residencies (a landed or restored one from the boundary, a
     copied-out one to it) and workspaces, and apart, what the reruns add at each boundary:
-    the outputs they do not restore and their workspaces."""
+    the most, while one of them runs, of its workspace and the outputs of those so far that
+    they do not restore and still hold (to the boundary's end when a kernel from there on
+    uses it, else to the last rerun there using it)."""
     size = {t.name: t.nbytes for t in graph.tensors}
     n = len(graph.kernels)
     pool = sys_.pools[0].name
@@ -185,10 +187,15 @@ def boundary_use(plan: Plan, graph: Graph, sys_: MemorySystem) -> tuple[list[int
     extra = [0] * (2 * n + 1)
     for k in range(n):
         used[2 * k + 1] += graph.kernels[k].workspace_nbytes
-    for r in plan.reruns:
-        kr = graph.kernels[r.kernel]
-        extra[2 * r.before] += kr.workspace_nbytes + sum(
-            size[t] for t in kr.outputs if (t, r.before) not in kept)
+    for b in {r.before for r in plan.reruns}:
+        here = [graph.kernels[r.kernel] for r in plan.reruns if r.before == b]
+        for i, kr in enumerate(here):
+            held = {t for j, kj in enumerate(here[:i + 1]) for t in kj.outputs
+                    if (t, b) not in kept
+                    and (any(t in kl.tensors for kl in graph.kernels[b:])
+                         or any(t in kl.tensors for kl in here[i:]))}
+            extra[2 * b] = max(extra[2 * b],
+                               kr.workspace_nbytes + sum(size[t] for t in held))
     return used, extra
 
 

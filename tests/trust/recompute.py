@@ -28,9 +28,11 @@ A tensor may then, besides the steps of :mod:`.space`,
   begins at ``k`` and no move lands it; copies it has elsewhere may be kept, fed by a
   synchronous copy, or arrive by an asynchronous copy from any usable copy.
 
-At the boundary the fastest pool holds, beside what is resident over it, every output of
-every kernel of the set (one it restores once, in its residency) and their workspaces;
-each rerun costs its kernel's time with every tensor in the fastest pool. The search is
+At the boundary, while each kernel of the set runs, the fastest pool holds, beside what is
+resident over it, its workspace, every output of the set alive at ``k`` (one it restores
+once, in its residency) and every other output of a kernel of the set so far that it or a
+later kernel of the set reads or writes; each rerun costs its kernel's time with every
+tensor in the fastest pool. The search is
 the dynamic programme of :mod:`.exhaustive`, each kernel's combination taken per set.
 """
 
@@ -76,8 +78,8 @@ class RerunSet:
     seconds: float
     """Their time, each with every tensor in the fastest pool."""
     fixed_nbytes: int
-    """Bytes they hold in the fastest pool at the boundary whatever the tensors do: their
-    workspaces and their outputs that are not alive there."""
+    """Bytes they hold in the fastest pool at the boundary whatever the tensors do: the most,
+    while one runs, of its workspace and the outputs not alive there still held."""
     needs: tuple[tuple[int, Need], ...]
     """Per tensor (track position) alive at the boundary that they concern, what they ask."""
 
@@ -146,15 +148,15 @@ class RecomputeSearch(Search):
                     return None
                 need = needs.get(alive[t], Need())
                 needs[alive[t]] = attrs.evolve(need, fast=True)
-        held: set[str] = set()
+        for i, p in enumerate(chosen):  # while each runs: its workspace, the values held
+            dead = {t for q in chosen[:i + 1] for t in kernels[q].outputs if t not in alive
+                    and any(t in kernels[r].tensors for r in chosen[i:])}
+            fixed = max(fixed, kernels[p].workspace_nbytes
+                        + sum(self.graph.tensor(t).nbytes for t in dead))
         for p in chosen:
-            fixed += kernels[p].workspace_nbytes
             useful = p in feeds
             for t in kernels[p].outputs:
-                nbytes = self.graph.tensor(t).nbytes
                 if t not in alive:
-                    fixed += nbytes * (t not in held)
-                    held.add(t)
                     continue
                 i = alive[t]
                 restorable = (self.unchanged(t, p, k) and FAST in self.tracks[i].pools

@@ -12,8 +12,13 @@ dropped one lives before its gap.
 Use is counted as the verifier counts it (:mod:`autotm_core.plans.verify_memory`), in half
 steps: ``2k + 1`` is kernel ``k`` running, ``2k`` the boundary before it. A residency
 occupies ``[2 first + 1, 2 last + 1]``; one a rerun restores begins at its boundary ``2b``;
-at a boundary, each rerun there also holds its kernel's workspace and every output it does
-not restore; each kernel's workspace is in the fastest pool while it runs.
+each kernel's workspace is in the fastest pool while it runs. At a boundary, each rerun
+there also holds its kernel's workspace and every output it does not restore, all of them
+at once: more than the verifier counts (it frees a chain's intermediate value once the last
+rerun reading it has run, and holds one workspace at a time,
+:func:`~autotm_core.plans.verify_memory.boundary_rerun_use`), so that a rerun adds its
+bytes alone, which the greedy choices of recompute-only need; a plan that fits by this
+count fits by the verifier's.
 """
 
 from __future__ import annotations

@@ -118,8 +118,15 @@ def settled_values(index: ModelIndex, values: np.ndarray) -> np.ndarray:
         out[vars_] = 0.0
     start, column, coefficient = lp.csr()
     rows_of = np.repeat(np.arange(lp.n_rows), np.diff(start))
-    activity = np.bincount(rows_of, weights=coefficient * out[column], minlength=lp.n_rows)
     row_lb = np.asarray(lp.row_lb, dtype=np.float64)
+    if index.peaks:  # each at the largest of its rows, in order (a row holds earlier ones)
+        peaks = np.fromiter((v for v, _ in index.peaks), dtype=np.int64,
+                            count=len(index.peaks))
+        out[peaks] = 0.0
+        for var, rows in index.peaks:
+            activity = _activity(out, column, coefficient, start, rows)
+            out[var] = max(0.0, float((row_lb[rows] - activity).max(initial=0.0)))
+    activity = np.bincount(rows_of, weights=coefficient * out[column], minlength=lp.n_rows)
     for tk, rows in zip(times.tolist(), index.kernel_time_rows, strict=True):
         need = row_lb[rows] - activity[rows]
         out[tk] = max(lp.var_lb[tk], float(need.max(initial=-np.inf)))
@@ -127,6 +134,13 @@ def settled_values(index: ModelIndex, values: np.ndarray) -> np.ndarray:
         # the row of half step h: O[h] - O[h-1] - (what enters and leaves) = 0
         out[vars_] = np.cumsum(-activity[np.asarray(rows[1:], dtype=np.int64)])
     return out
+
+
+def _activity(values: np.ndarray, column: np.ndarray, coefficient: np.ndarray,
+              start: np.ndarray, rows: list[int]) -> np.ndarray:
+    """``A x`` of ``rows`` alone."""
+    return np.array([float(coefficient[start[r]:start[r + 1]]
+                           @ values[column[start[r]:start[r + 1]]]) for r in rows])
 
 
 def overfilled(index: ModelIndex, settled: np.ndarray) -> tuple[int, int, float] | None:

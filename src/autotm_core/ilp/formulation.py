@@ -65,6 +65,7 @@ from autotm_core.ilp.model_index import (
     EDGE,
     FLIGHT,
     OCCUPANCY,
+    PEAK,
     RERUN,
     SECONDS_PER_UNIT,
     SLOT,
@@ -226,6 +227,7 @@ class _Builder:
         self.dropped = len(self.states)  # the index of DROPPED among the model's states
         self.fast_only = 0  # the state "in the fastest pool alone" (what a rerun writes)
         self.rerun_var: dict[tuple[int, int], int] = {}
+        self.peaks: list[tuple[int, list[int]]] = []  # see ModelIndex.peaks
         # per (tensor, boundary): (variable, pools held) of the edges crossing it there
         self.held_at: dict[tuple[int, int], list[tuple[int, frozenset[int]]]] = {}
         self.restores: list[tuple[int, int, int]] = []  # (edge variable, kernel, boundary)
@@ -251,25 +253,93 @@ class _Builder:
         return ModelIndex(self.lp, (*self.states, DROPPED), slots, slot_vars, edges, times,
                           time_rows, config_vars, self.config_pools, occ_vars, occ_rows,
                           self.capacities, o, self.unit, self.recorder.columns(),
-                          self.cyclic_rows, reruns)
+                          self.cyclic_rows, reruns, self.peaks)
 
     # -- reruns ---------------------------------------------------------------
 
     def _rerun_columns(self) -> list[tuple[int, RerunOption]]:
-        """One binary per rerun option, charged its kernels' time, holding all its outputs and
-        their workspaces in the fastest pool at its boundary (:mod:`autotm_core.ilp.reruns`)."""
+        """One binary per rerun option, charged its kernels' time, holding its outputs that a
+        kernel from its boundary on reads in the fastest pool at the boundary; the others
+        and the workspaces count in the boundary's peak (:meth:`_rerun_peaks`)."""
         out = []
         live = self.live
         for option in self.reruns.options:
             var = self.lp.add_var(ub=1.0, binary=True, cost=self.time * option.seconds)
             self.record((RERUN, option.before, -1, -1, -1, 0))
             self.rerun_var[option.kernel, option.before] = var
-            held = sum(round_up(int(live.nbytes[t]), self.page) for t in option.outputs)
-            held += sum(round_up(int(live.workspace_nbytes[k]), self.page) for k in option.runs)
+            held = sum(round_up(int(live.nbytes[t]), self.page) for t in option.outputs
+                       if int(live.last[t]) >= option.before)
             h = 2 * option.before
             self._occupy(h, h, held / self.unit, [(var, frozenset({0}))])
             out.append((var, option))
+        by_boundary: dict[int, list[tuple[int, RerunOption]]] = {}
+        for var, option in out:
+            by_boundary.setdefault(option.before, []).append((var, option))
+        for b, here in by_boundary.items():
+            self._rerun_peak(b, here)
         return out
+
+    def _rerun_peak(self, b: int, here: list[tuple[int, RerunOption]]) -> None:
+        """The peak of the reruns at the boundary before ``b`` (``here``: the options there),
+        as the plan rules count it: while the kernel at each position runs, its workspace
+        and the outputs no kernel from ``b`` on reads that a rerun so far wrote and that it
+        or a later rerun there reads or writes. One variable at least each position's sum;
+        a value read by more than one later option is held while any of them is chosen (a
+        variable at least each; an option reading such a value needs its producer's rerun,
+        :meth:`_rerun_rows`)."""
+        graph, live, lp = self.graph, self.live, self.lp
+        run_by: dict[int, int] = {}  # kernel -> its option's variable
+        for var, option in here:
+            for k in option.runs:
+                run_by[k] = var
+        positions = sorted(run_by)
+        terms: dict[int, list[tuple[int, float]]] = {
+            q: [(run_by[q], round_up(int(live.workspace_nbytes[q]), self.page) / self.unit)]
+            for q in positions if live.workspace_nbytes[q]}
+        for var, option in here:
+            for t in option.outputs:
+                if int(live.last[t]) >= b:
+                    continue
+                name, size = graph.tensors[t].name, round_up(int(live.nbytes[t]), self.page)
+                own = max(k for k in option.runs if name in graph.kernels[k].tensors)
+                readers = sorted(
+                    (max(k for k in other.runs if name in graph.kernels[k].tensors), v)
+                    for v, other in here if v != var and t in other.inputs)
+                still: dict[frozenset[int], int] = {}
+                for q in positions:
+                    if q < option.kernel:
+                        continue
+                    if q <= own:
+                        holder = var
+                    else:
+                        later = frozenset(v for r, v in readers if r >= q)
+                        if not later:
+                            break
+                        if len(later) == 1:
+                            holder = next(iter(later))
+                        elif later in still:
+                            holder = still[later]
+                        else:
+                            holder = still[later] = lp.add_var(ub=1.0)
+                            self.record((PEAK, b, -1, -1, -1, 0))
+                            self.peaks.append((holder, [lp.add_row([holder, v], [1.0, -1.0],
+                                                                   lb=0.0) for v in later]))
+                    terms.setdefault(q, []).append((holder, size / self.unit))
+        if not terms:
+            return
+        peak = lp.add_var()
+        self.record((PEAK, b, -1, -1, -1, 0))
+        rows = []
+        for q in positions:
+            if q in terms:
+                summed: dict[int, float] = {}  # a variable once a row
+                for v, c in terms[q]:
+                    summed[v] = summed.get(v, 0.0) + c
+                rows.append(lp.add_row([peak, *summed], [1.0, *(-c for c in summed.values())],
+                                       lb=0.0))
+        self.peaks.append((peak, rows))
+        h = 2 * b
+        self._occupy(h, h, 1.0, [(peak, frozenset({0}))])
 
     def _rerun_rows(self, slots: list[TensorSlots], slot_vars: list[list[dict[int, int]]]) -> None:
         """Each restore only with its rerun; each rerun only with every input in the fastest

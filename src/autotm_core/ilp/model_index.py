@@ -46,6 +46,10 @@ class ColumnKind(enum.IntEnum):
     interior, how many of its fetches are issued by a kernel, or of the evictions into it
     still copying there (continuous; anchored, like the transition's edges, at its
     kernel)."""
+    PEAK = 7
+    """At one boundary with reruns: the most the reruns hold at once of their workspaces and
+    of the values only reruns there read (pages), or whether one such value is still held
+    while one rerun runs (continuous; anchored at the boundary's kernel)."""
 
 
 @attrs.frozen(slots=True)
@@ -91,7 +95,7 @@ class Columns:
     """Whether it is an edge overlapping a kernel."""
 
 
-SLOT, EDGE, TIME, OCCUPANCY, CONFIG, RERUN, FLIGHT = (int(kind) for kind in ColumnKind)
+SLOT, EDGE, TIME, OCCUPANCY, CONFIG, RERUN, FLIGHT, PEAK = (int(kind) for kind in ColumnKind)
 """The column kinds as plain integers (what :attr:`Columns.kind` holds)."""
 
 
@@ -160,6 +164,9 @@ class ModelIndex:
     sum(last slot's states holding it) <= 0``."""
     reruns: list[tuple[int, RerunOption]] = attrs.field(factory=list)
     """The rerun options' binaries: (variable, option), in the order reruns run."""
+    peaks: list[tuple[int, list[int]]] = attrs.field(factory=list)
+    """The :data:`PEAK` variables with their rows (each at least what a row asks), in an
+    order where a variable's rows hold only decisions and variables before it."""
     seconds_per_unit: float = SECONDS_PER_UNIT
     """Seconds per unit of the objective and the kernel-time variables."""
 

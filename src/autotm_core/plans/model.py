@@ -70,12 +70,14 @@ Reruns: a value recomputed instead of kept
 - It writes all its outputs into the fastest pool. An output with a residency there
   beginning at ``before`` that no move lands is *restored*: that residency holds the value
   the last kernel rerun there that writes it first wrote (which no kernel in between may
-  have changed). The others are dropped once the boundary's reruns are done.
+  have changed). The others are dropped: one a kernel from ``before`` on reads once the
+  boundary's reruns are done, any other (a chain's intermediate value) once the last rerun
+  there reading or writing it has run.
 - A tensor may so be resident nowhere between two of its uses: it is *dropped*, and its
   residency after the gap begins with a rerun that restores it.
-- At the boundary, the fastest pool holds, beside what is resident over it, every output
-  of every rerun there and its workspace; each rerun takes its kernel's time with every
-  tensor in the fastest pool.
+- At the boundary, while a rerun runs, the fastest pool holds, beside what is resident over
+  it, the outputs of the reruns so far not yet dropped and that rerun's workspace; each
+  rerun takes its kernel's time with every tensor in the fastest pool.
 
 Steady state: what the next step finds
 

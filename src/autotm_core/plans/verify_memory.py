@@ -6,15 +6,17 @@ pool over ``[2 first + 1, 2 last + 1]``, widened to ``2 first`` when a
 synchronous move lands it there, and to ``2 last + 2`` when a synchronous move
 copies it out just after its last kernel: a tensor being copied occupies both
 pools. A kernel's workspace occupies the fastest pool while the kernel runs. At the boundary
-before ``k``, every rerun there holds all its kernel's outputs and its workspace in the
-fastest pool (a residency it restores begins at that boundary and is counted once).
+before ``k``, the reruns there add their peak (:func:`boundary_rerun_use`): while each runs,
+its workspace and the outputs of the reruns so far that are still held (a residency a rerun
+restores begins at that boundary and is counted there once).
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping, Sequence
 
+import attrs
 import numpy as np
 
 from autotm_core.ir import Graph
@@ -89,29 +91,82 @@ def half_step_spans(arrays: PlanArrays, rows: IntArray,
     return start, end
 
 
+@attrs.frozen
+class BoundaryRerunUse:
+    """What the reruns at one boundary hold in the fastest pool beside the residencies."""
+
+    peak: int
+    """The most bytes they hold at once (see :func:`boundary_rerun_use`)."""
+    at: int
+    """The position (in the reruns given) of the rerun running when they hold the most."""
+    held: list[tuple[int, list[tuple[str, int]]]]
+    """At that moment: each rerun (its position) with what of it is held (name, bytes)."""
+
+
+def boundary_rerun_use(graph: Graph, kernels: Sequence[int], before: int,
+                       restored: Container[int]) -> BoundaryRerunUse:
+    """The fastest pool's use by the reruns of ``kernels`` (in the order they run) at the
+    boundary before kernel ``before``, beside the residencies (``restored``: the tensors a
+    residency beginning there holds, counted in it).
+
+    While the ``i``-th rerun runs, the pool holds its workspace and each output written by a
+    rerun so far that is not restored (once: a kernel filling an output writes it where its
+    producer's rerun did): to the boundary's end when a kernel from ``before`` on reads it
+    (it is alive there, dropped once the reruns are done), else until the last rerun there
+    reading or writing it (a chain's intermediate value, freed once the next value is made
+    from it, as ``torch.utils.checkpoint``'s replay frees it)."""
+    live, index = graph.liveness, graph.tensor_index
+    m = len(kernels)
+    first: dict[int, int] = {}  # tensor -> position of the rerun writing it first
+    end: dict[int, int] = {}  # tensor -> last position holding it
+    for i, k in enumerate(kernels):
+        kernel = graph.kernels[k]
+        for name in kernel.inputs:
+            t = index[name]
+            if t in end and end[t] < m:
+                end[t] = i
+        for name in kernel.outputs:
+            t = index[name]
+            if t in restored:
+                continue
+            if t not in first:
+                first[t] = i
+                end[t] = m if int(live.last[t]) >= before else i
+            elif end[t] < m:
+                end[t] = i
+    use = np.array([int(live.workspace_nbytes[k]) for k in kernels], dtype=np.int64)
+    for t, i in first.items():
+        use[i:end[t] + 1] += int(live.nbytes[t])
+    at = int(np.argmax(use)) if m else 0
+    held: dict[int, list[tuple[str, int]]] = {}
+    if m and live.workspace_nbytes[kernels[at]]:
+        held[at] = [("workspace", int(live.workspace_nbytes[kernels[at]]))]
+    for t, i in first.items():
+        if i <= at <= end[t]:
+            held.setdefault(i, []).append((repr(graph.tensors[t].name), int(live.nbytes[t])))
+    return BoundaryRerunUse(int(use[at]) if m else 0, at, sorted(held.items()))
+
+
 def _rerun_boundary_use(
     graph: Graph, arrays: PlanArrays, restored: IntArray,
 ) -> tuple[IntArray, dict[int, list[tuple[int, list[tuple[str, int]]]]]]:
     """Per half step, the bytes reruns hold in the fastest pool beside the residencies they
-    restore: their other outputs (each once: a kernel filling an output writes it where its
-    producer's rerun did) and their workspace, at their boundary; and per boundary, each
-    rerun there (its position in the plan) with what it holds (name, bytes)."""
-    live, index, a = graph.liveness, graph.tensor_index, arrays
+    restore, at their boundary (:func:`boundary_rerun_use`); and per boundary, each rerun
+    there (its position in the plan) with what it holds when they hold the most."""
+    a, index = arrays, graph.tensor_index
     out = np.zeros(2 * a.n_kernels + 2, dtype=np.int64)
     held: dict[int, list[tuple[int, list[tuple[str, int]]]]] = {}
-    written: set[tuple[int, int]] = set()
-    for i, (k, b) in enumerate(zip(a.rerun_kernel.tolist(), a.rerun_before.tolist(),
-                                   strict=True)):
-        what = [("workspace", int(live.workspace_nbytes[k]))] if live.workspace_nbytes[k] else []
-        for name in graph.kernels[k].outputs:
-            t = index[name]
-            key = a.key_of(t, 0, b)
-            at = np.searchsorted(restored, key)
-            if not (at < len(restored) and restored[at] == key) and (b, t) not in written:
-                what.append((repr(name), int(live.nbytes[t])))
-            written.add((b, t))
-        out[2 * b] += sum(n for _, n in what)
-        held.setdefault(b, []).append((i, what))
+    at_boundary: dict[int, list[int]] = {}  # boundary -> positions in the plan, in order
+    for i, b in enumerate(a.rerun_before.tolist()):
+        at_boundary.setdefault(b, []).append(i)
+    restored_set = set(restored.tolist())
+    for b, positions in at_boundary.items():
+        kernels = [int(a.rerun_kernel[i]) for i in positions]
+        outputs = {index[name] for k in kernels for name in graph.kernels[k].outputs}
+        here = {t for t in outputs if a.key_of(t, 0, b) in restored_set}
+        use = boundary_rerun_use(graph, kernels, b, here)
+        out[2 * b] += use.peak
+        held[b] = [(positions[j], what) for j, what in use.held]
     return out, held
 
 

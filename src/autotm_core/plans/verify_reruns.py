@@ -21,8 +21,8 @@ computed, and only that:
   boundary first ran (a producer is followed by the kernels filling its output);
 - a kernel runs again at most once at one boundary.
 
-Capacity at the boundary (every output and the workspace of each rerun) is checked with
-the other capacities in :mod:`autotm_core.plans.verify_memory`.
+Capacity at the boundary (the outputs held and the workspace while each rerun runs) is
+checked with the other capacities in :mod:`autotm_core.plans.verify_memory`.
 """
 
 from __future__ import annotations
