@@ -20,12 +20,18 @@ MIB = 2**20
 
 
 def blocks(n: int = 2, *, nbytes: int = 8 * MIB, random: frozenset[int] = frozenset(),
-           update_early: bool = False, work: float = 1.0) -> Graph:
+           update_early: bool = False, work: float = 1.0, mask: bool = False) -> Graph:
     """The step (see the module doc); ``update_early`` updates ``w0`` before the backward
-    pass (so no rerun may read it there); ``work`` scales every kernel's FLOPs."""
+    pass (so no rerun may read it there); ``work`` scales every kernel's FLOPs; ``mask``
+    makes a ``mask`` (kernel ``mask``, no module: made before the blocks, as Hugging Face
+    GPT-2 makes its causal mask) that each ``shift`` reads too, and that dies in the
+    forward pass."""
     b = GraphBuilder("blocks")
     b.tensor("h0", nbytes=nbytes, kind=TensorKind.INPUT)
     b.tensor("labels", nbytes=4096, kind=TensorKind.INPUT)
+    if mask:
+        b.tensor("mask", nbytes=4096)
+        b.kernel("mask", op="arange", inputs=[], outputs=["mask"], flops=1e3 * work)
     for i in range(n):
         b.tensor(f"w{i}", nbytes=MIB, kind=TensorKind.PARAMETER)
         for name in (f"v{i}", f"u{i}", f"a{i}", f"h{i + 1}"):
@@ -33,8 +39,8 @@ def blocks(n: int = 2, *, nbytes: int = 8 * MIB, random: frozenset[int] = frozen
         m = f"blocks.{i}"
         b.kernel(f"scale{i}", op="mul", inputs=[f"h{i}"], outputs=[f"v{i}"], flops=1e3 * work,
                  module=f"{m}.norm")
-        b.kernel(f"shift{i}", op="add", inputs=[f"v{i}"], outputs=[f"u{i}"], flops=1e3 * work,
-                 module=f"{m}.norm")
+        b.kernel(f"shift{i}", op="add", inputs=[f"v{i}", *(["mask"] if mask else [])],
+                 outputs=[f"u{i}"], flops=1e3 * work, module=f"{m}.norm")
         b.kernel(f"act{i}", op="native_dropout" if i in random else "gelu",
                  inputs=[f"u{i}"], outputs=[f"a{i}"], flops=1e4 * work, module=f"{m}.act")
         b.kernel(f"fc{i}", op="matmul", inputs=[f"a{i}", f"w{i}"], outputs=[f"h{i + 1}"],

@@ -47,6 +47,19 @@ def test_each_block_is_rerun_chained_before_its_first_backward_kernel(verifies) 
     assert u0[1].last == graph.kernel_index["act0.backward"]
 
 
+def test_a_value_made_before_the_blocks_is_rerun_as_the_checkpoint_keeps_it(verifies) -> None:
+    """Each block's shift reads the mask, made before the blocks and dead after the forward
+    pass: its checkpoint would keep the mask as an input; the plan reruns the mask's kernel
+    with the block's, so u0 and u1 are dropped and restored as without a mask."""
+    graph = blocks(2, mask=True)
+    plan = checkpoint_layers(graph, GPU)
+    verifies(plan, graph, GPU, None)
+    assert _dropped(plan) == {"u0", "a0", "u1", "a1"}
+    assert _reruns(plan, graph) == {
+        (k, f"fc{i}.backward") for i in (0, 1)
+        for k in ("mask", f"scale{i}", f"shift{i}", f"act{i}")}
+
+
 def test_random_ops_are_kept_and_not_rerun(verifies) -> None:
     graph = blocks(2, random=frozenset({1}))
     plan = checkpoint_layers(graph, GPU)

@@ -17,8 +17,11 @@ Forward kernels (those before the backward pass, :mod:`.saved`) in no such block
   dropped activations;
 - at that boundary it *reruns* the layer's forward kernels that produce them, in program
   order, chained: a value a rerun reads that is no longer held there (it died in the
-  forward pass) is recomputed first by a rerun of its own producer in the layer, whose
-  outputs are dropped again after the boundary;
+  forward pass) is recomputed first by a rerun of its own producer in the layer, or in no
+  layer (a value made before the blocks and passed to each, such as Hugging Face GPT-2's
+  causal mask, which the checkpoint of a layer keeps as one of its inputs: rerunning its
+  producers holds it no longer than that), whose outputs are dropped again after the
+  boundary;
 - the values restored stay in the fastest pool until their last use.
 
 An activation whose rerun cannot be had (an input neither held at the boundary nor
@@ -183,7 +186,9 @@ def _checkpoint(s: Setting, saved: SavedActivations, layer: list[int],
                     producer = int(live.producer[u])
                     if producer in needed:
                         continue
-                    if producer < 0 or layer[producer] != own or not may_rerun(s, producer):
+                    outside = 0 <= producer < saved.backward_start and layer[producer] < 0
+                    if producer < 0 or (layer[producer] != own and not outside) \
+                            or not may_rerun(s, producer):
                         return None
                     needed.add(producer)
                     stack.append(producer)
