@@ -203,3 +203,22 @@ def test_a_rerun_reads_an_input_a_synchronous_move_copies_out_at_its_boundary():
     assert verify_plan(plan, graph, system) == []
     report = execute(plan, graph, system, repeat=1)
     assert report.check is not None and report.check.matches, report.check
+
+
+def test_a_rerun_chains_values_share_scratch_once_freed():
+    """The chain f1..f4 restoring c before back (tests/ilp/test_recompute.chain_step): a, b
+    and e (8 MiB each) are dropped; a is freed once f2 has made b from it, so e takes a's
+    bytes and the scratch holds 16 MiB, as the verifier counts it, not 24."""
+    from tests.ilp.test_recompute import _solve, chain_step
+
+    from autotm_core.executor.layout import plan_layout
+    from autotm_core.ilp.options import Formulation
+
+    graph = chain_step()
+    system, _, _, _, plan = _solve(graph, Formulation.SYNCHRONOUS, 84 * 2**20)
+    plan = assign_offsets(plan, graph, system).plan
+    layout = plan_layout(plan, graph, system)
+    places = {name: layout.rerun_places[j, name] for j, r in enumerate(plan.reruns)
+              for name in graph.kernels[r.kernel].outputs}
+    assert places["a"] == places["e"] != places["b"]
+    assert any("up to 16.00 MiB at one boundary" in note for note in layout.notes), layout.notes

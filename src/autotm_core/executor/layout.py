@@ -20,7 +20,8 @@
   residency (in the fastest pool, beginning at its boundary); the outputs it drops and its
   workspace, which the plan gives no address, go in the same scratch arena, laid out afresh
   at each boundary (they live only while the boundary's reruns run, when no kernel's
-  workspace does).
+  workspace does), a chain's intermediate value and a workspace sharing bytes with what is
+  made after it is freed (the plan rules' count, :mod:`autotm_core.plans.verify_memory`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from autotm_core.executor.numa import allowed_nodes, check_node
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
 from autotm_core.plans.model import Plan
-from autotm_core.plans.verify_memory import plan_capacities
+from autotm_core.plans.verify_memory import plan_capacities, rerun_output_spans
 from autotm_core.units import format_bytes
 
 SCRATCH = "(workspace)"
@@ -201,33 +202,61 @@ def _reruns(
     scratch_arena: int,
 ) -> tuple[dict[tuple[int, str], tuple[int, int]], dict[int, tuple[int, int]], int]:
     """Where each rerun writes each output and has its workspace, and the scratch bytes the
-    reruns of one boundary need at most (outputs dropped, then the largest workspace)."""
+    reruns of one boundary need at most: the outputs they drop and the workspaces, each
+    placed lowest-fit among those held at the same time
+    (:func:`~autotm_core.plans.verify_memory.rerun_output_spans`; a workspace while its
+    rerun runs)."""
     fastest = system.pools[0].name
     landed = {(m.tensor, m.target, m.kernel) for m in plan.moves}
     restores = {(r.tensor, r.first): i for i, r in enumerate(plan.residencies)
                 if r.pool == fastest and (r.tensor, r.pool, r.first) not in landed}
+    index = graph.tensor_index
     outputs: dict[tuple[int, str], tuple[int, int]] = {}
     workspaces: dict[int, tuple[int, int]] = {}
-    used: dict[int, int] = collections.defaultdict(int)  # boundary -> scratch bytes taken
-    written: dict[tuple[int, str], tuple[int, int]] = {}  # (boundary, tensor) -> place
+    at_boundary: dict[int, list[int]] = collections.defaultdict(list)
     for j, rerun in enumerate(plan.reruns):
-        for name in dict.fromkeys(graph.kernels[rerun.kernel].outputs):
-            i = restores.get((name, rerun.before))
-            if i is not None:
-                outputs[j, name] = places[i]  # type: ignore[assignment]
-                continue
-            if (rerun.before, name) in written:  # filled in place where its producer wrote it
-                outputs[j, name] = written[rerun.before, name]
-                continue
-            outputs[j, name] = written[rerun.before, name] = (scratch_arena, used[rerun.before])
-            used[rerun.before] += _aligned(graph.tensor(name).nbytes)
-    top = dict(used)
-    for j, rerun in enumerate(plan.reruns):
-        size = graph.kernels[rerun.kernel].workspace_nbytes
-        if size:
-            workspaces[j] = (scratch_arena, used[rerun.before])
-            top[rerun.before] = max(top.get(rerun.before, 0), used[rerun.before] + size)
-    return outputs, workspaces, max(top.values(), default=0)
+        at_boundary[rerun.before].append(j)
+    top = 0
+    for b, positions in at_boundary.items():
+        kernels = [plan.reruns[j].kernel for j in positions]
+        names = {name for k in kernels for name in graph.kernels[k].outputs}
+        restored = {index[name] for name in names if (name, b) in restores}
+        spans = rerun_output_spans(graph, kernels, b, restored)
+        wanted = [(i, end, graph.tensors[t].nbytes, ("tensor", t))
+                  for t, (i, end) in spans.items()]
+        wanted += [(i, i, graph.kernels[k].workspace_nbytes, ("workspace", positions[i]))
+                   for i, k in enumerate(kernels) if graph.kernels[k].workspace_nbytes]
+        placed, used = _lowest_fit(wanted)
+        top = max(top, used)
+        for j, k in zip(positions, kernels, strict=True):
+            for name in dict.fromkeys(graph.kernels[k].outputs):
+                i = restores.get((name, b))
+                outputs[j, name] = (places[i] if i is not None  # type: ignore[assignment]
+                                    else (scratch_arena, placed["tensor", index[name]]))
+            if ("workspace", j) in placed:
+                workspaces[j] = (scratch_arena, placed["workspace", j])
+    return outputs, workspaces, top
+
+
+def _lowest_fit(wanted: list[tuple[int, int, int, tuple[str, int]]],
+                ) -> tuple[dict[tuple[str, int], int], int]:
+    """Offsets for blocks ``(first, last, nbytes, key)`` held over positions ``first..last``,
+    each at the lowest aligned offset clear of the blocks held with it, in order of
+    ``first``; and the highest byte reached."""
+    placed: dict[tuple[str, int], int] = {}
+    held: list[tuple[int, int, int]] = []  # (offset, end offset, last position)
+    top = 0
+    for first, last, nbytes, key in sorted(wanted, key=lambda w: w[0]):
+        held = [h for h in held if h[2] >= first]
+        offset = 0
+        for start, end, _ in sorted(held):
+            if offset + _aligned(nbytes) <= start:
+                break
+            offset = max(offset, end)
+        placed[key] = offset
+        held.append((offset, offset + _aligned(nbytes), last))
+        top = max(top, offset + _aligned(nbytes))
+    return placed, top
 
 
 def _aligned(nbytes: int) -> int:

@@ -103,18 +103,16 @@ class BoundaryRerunUse:
     """At that moment: each rerun (its position) with what of it is held (name, bytes)."""
 
 
-def boundary_rerun_use(graph: Graph, kernels: Sequence[int], before: int,
-                       restored: Container[int]) -> BoundaryRerunUse:
-    """The fastest pool's use by the reruns of ``kernels`` (in the order they run) at the
-    boundary before kernel ``before``, beside the residencies (``restored``: the tensors a
-    residency beginning there holds, counted in it).
-
-    While the ``i``-th rerun runs, the pool holds its workspace and each output written by a
-    rerun so far that is not restored (once: a kernel filling an output writes it where its
-    producer's rerun did): to the boundary's end when a kernel from ``before`` on reads it
-    (it is alive there, dropped once the reruns are done), else until the last rerun there
-    reading or writing it (a chain's intermediate value, freed once the next value is made
-    from it, as ``torch.utils.checkpoint``'s replay frees it)."""
+def rerun_output_spans(graph: Graph, kernels: Sequence[int], before: int,
+                       restored: Container[int]) -> dict[int, tuple[int, int]]:
+    """Per output the reruns of ``kernels`` (in the order they run) at the boundary before
+    kernel ``before`` write and do not restore (``restored``: the tensors a residency
+    beginning there holds), the positions (in ``kernels``, inclusive) it is held over: from
+    the rerun writing it first (a kernel filling it writes it where its producer's rerun
+    did) to the last one, when a kernel from ``before`` on reads it (it is alive there,
+    dropped once the reruns are done), else to the last rerun there reading or writing it
+    (a chain's intermediate value, freed once the next value is made from it, as
+    ``torch.utils.checkpoint``'s replay frees it)."""
     live, index = graph.liveness, graph.tensor_index
     m = len(kernels)
     first: dict[int, int] = {}  # tensor -> position of the rerun writing it first
@@ -123,7 +121,7 @@ def boundary_rerun_use(graph: Graph, kernels: Sequence[int], before: int,
         kernel = graph.kernels[k]
         for name in kernel.inputs:
             t = index[name]
-            if t in end and end[t] < m:
+            if t in end and end[t] < m - 1:
                 end[t] = i
         for name in kernel.outputs:
             t = index[name]
@@ -131,18 +129,30 @@ def boundary_rerun_use(graph: Graph, kernels: Sequence[int], before: int,
                 continue
             if t not in first:
                 first[t] = i
-                end[t] = m if int(live.last[t]) >= before else i
-            elif end[t] < m:
+                end[t] = m - 1 if int(live.last[t]) >= before else i
+            elif end[t] < m - 1:
                 end[t] = i
+    return {t: (i, end[t]) for t, i in first.items()}
+
+
+def boundary_rerun_use(graph: Graph, kernels: Sequence[int], before: int,
+                       restored: Container[int]) -> BoundaryRerunUse:
+    """The fastest pool's use by the reruns of ``kernels`` (in the order they run) at the
+    boundary before kernel ``before``, beside the residencies (``restored``: the tensors a
+    residency beginning there holds, counted in it): while each runs, its workspace and the
+    outputs held then (:func:`rerun_output_spans`)."""
+    live = graph.liveness
+    m = len(kernels)
+    spans = rerun_output_spans(graph, kernels, before, restored)
     use = np.array([int(live.workspace_nbytes[k]) for k in kernels], dtype=np.int64)
-    for t, i in first.items():
-        use[i:end[t] + 1] += int(live.nbytes[t])
+    for t, (i, end) in spans.items():
+        use[i:end + 1] += int(live.nbytes[t])
     at = int(np.argmax(use)) if m else 0
     held: dict[int, list[tuple[str, int]]] = {}
     if m and live.workspace_nbytes[kernels[at]]:
         held[at] = [("workspace", int(live.workspace_nbytes[kernels[at]]))]
-    for t, i in first.items():
-        if i <= at <= end[t]:
+    for t, (i, end) in spans.items():
+        if i <= at <= end:
             held.setdefault(i, []).append((repr(graph.tensors[t].name), int(live.nbytes[t])))
     return BoundaryRerunUse(int(use[at]) if m else 0, at, sorted(held.items()))
 
