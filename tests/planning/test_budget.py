@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import attrs
@@ -177,6 +178,30 @@ def test_no_richer_stage_starts_without_the_time_to_build_its_model() -> None:
     assert not [p for p in outcome.phases if p.name.startswith("synchronous")]
     unlimited = plan(problem, "synchronous")  # no limit: every stage runs
     assert not unlimited.note or "too little" not in unlimited.note
+
+
+@pytest.mark.highs
+def test_a_stage_takes_the_time_that_no_later_stage_could_use(caplog, monkeypatch) -> None:
+    # an asynchronous model that would take forever to build: no time after the
+    # synchronous stage's share could start it, so the synchronous stage takes all of it
+    estimate = Budget.build_estimate
+
+    def slow_asynchronous(self, kernels, formulation):  # type: ignore[no-untyped-def]
+        return 1e6 if formulation.value == "asynchronous" else estimate(self, kernels,
+                                                                         formulation)
+
+    problem = load_problem("example:mlp", "optane-2019", limit="4:1")
+    settings = PlanSettings(time_limit_seconds=30, recompute=False)
+    with caplog.at_level(logging.INFO, logger="autotm_core.planning.ilp"):
+        plan(problem, "asynchronous", settings)
+    assert "takes all the time left" not in caplog.text
+    monkeypatch.setattr(Budget, "build_estimate", slow_asynchronous)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="autotm_core.planning.ilp"):
+        outcome = plan(problem, "asynchronous", settings)
+    assert ("the synchronous stage takes all the time left: after its share, too little "
+            "would be left to plan the asynchronous formulation") in caplog.text
+    assert "too little of the time limit was left to plan the asynchronous" in outcome.note
 
 
 def test_a_solver_optimal_is_not_taken_on_its_word() -> None:
