@@ -260,7 +260,7 @@ class _Builder:
     def _rerun_columns(self) -> list[tuple[int, RerunOption]]:
         """One binary per rerun option, charged its kernels' time, holding its outputs that a
         kernel from its boundary on reads in the fastest pool at the boundary; the others
-        and the workspaces count in the boundary's peak (:meth:`_rerun_peaks`)."""
+        and the workspaces count in the boundary's peak (:meth:`_rerun_peak`)."""
         out = []
         live = self.live
         for option in self.reruns.options:
