@@ -192,6 +192,18 @@ def test_a_weight_whose_stays_at_the_step_ends_share_no_address_begins_outside()
     assert last.step_seconds < 1.1 * first.step_seconds
 
 
+def test_a_weight_barred_from_beginning_in_hbm_is_a_named_restriction() -> None:
+    """The plan's label names the bar the fitting loop added: a plan where w begins the
+    step in HBM is not one that model could find."""
+    from autotm_core.planning import PlanSettings, load_problem, plan
+
+    problem = load_problem(_tied_head(), "gpu-h200", limit=f"hbm={2 * 2**30 + 40 * 2**20}")
+    outcome = plan(problem, "synchronous", PlanSettings(recompute=False))
+    assert outcome.solve is not None
+    assert any("'w' may not begin the step in 'hbm'" in line
+               for line in outcome.solve.restrictions), outcome.solve.restrictions
+
+
 def _roomy() -> dict:  # type: ignore[type-arg]
     """As :func:`_coarse`, with tensors large enough that copying idle ones out of DRAM
     makes its first plan pack."""

@@ -35,6 +35,13 @@ def test_exact_addresses_off_and_two_pools_leave_no_restriction():
     assert _lines(page_nbytes=1, formulation="static") == ()
 
 
+def test_tensors_barred_from_beginning_the_step_in_a_pool_are_named():
+    weights = sorted(t.name for t in GRAPH.tensors if t.kind is TensorKind.PARAMETER)
+    (line,) = _lines(page_nbytes=1, begin_outside={"dram": weights[:1]})
+    assert repr(weights[0]) in line and "may not begin the step in 'dram'" in line
+    assert _lines(page_nbytes=1, begin_outside={"dram": []}) == ()
+
+
 def test_page_rounding_is_named_with_the_page_and_the_bounded_pools():
     (line,) = _lines()
     assert "4096-byte pages" in line and "dram" in line and "pmm" not in line

@@ -73,6 +73,13 @@ def model_restrictions(graph: Graph, system: MemorySystem, *, costs: KernelCosts
         kinds = ", ".join(sorted(k.value for k in options.pinned_kinds))
         out.append(f"tensors of kinds {kinds} stay in {system.pools[0].name!r} for their "
                    "whole life (pin_to_fast)")
+    for pool, names in sorted(options.begin_outside.items()):
+        if names:
+            shown = ", ".join(repr(n) for n in sorted(names)[:3])
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            out.append(f"{shown}{more} may not begin the step in {pool!r} (their stays there "
+                       "at the step's start and end found no common address in an earlier "
+                       "address-fitting round): a plan where they do is not found")
     out += _recompute_restrictions(graph, system, costs, options)
     if options.formulation is Formulation.STATIC:
         return tuple(out)

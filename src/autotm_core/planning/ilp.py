@@ -519,6 +519,11 @@ def _exact(chain: _Chain, planner: Planner, budget: Budget, kind: StageKind) -> 
             raise SolveInterruptedError("interrupted (Ctrl-C) before the first round's plan")
         result, bound, source = fitted.result, fitted.bound_seconds, fitted.source
         fitting = Addresses(fits=fitted.fits, rounds=fitted.rounds, assignment=fitted.assignment)
+        if fitted.begin_outside:  # the last round's model, which the restrictions describe
+            barred = {**options.begin_outside}
+            for p, names in fitted.begin_outside.items():
+                barred[p] = barred.get(p, frozenset()) | frozenset(names)
+            options = attrs.evolve(options, begin_outside=barred)
         plan, interrupted = fitted.plan, fitted.interrupted
         with budget.phase("check"):
             held = pool.best(planner.formulation)
