@@ -25,7 +25,7 @@ model, whose bound says nothing about the problem.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -435,9 +435,7 @@ class _Fitting(SearchState):
             self.on_round(fit)
 
     def _begin_outside(self) -> dict[str, frozenset[str]]:
-        pools = set(self.options.begin_outside) | set(self.begin_outside)
-        return {p: self.options.begin_outside.get(p, frozenset())
-                | self.begin_outside.get(p, frozenset()) for p in pools}
+        return joined_begin_outside(self.options.begin_outside, self.begin_outside)
 
     def _tighten(self, result: PlanResult, assignment: OffsetAssignment) -> None:
         """Lower the limits around every overflow of ``assignment`` (see :func:`tighten`).
@@ -511,6 +509,15 @@ def _honest(plan: Plan, bound: float | None, number: int) -> Plan:
         gap = gap_of(objective, bound) if bound <= objective else 0.0
     return attrs.evolve(plan, attributes={**plan.attributes, "bound_seconds": bound, "gap": gap,
                                           "fitting_round": number})
+
+
+def joined_begin_outside(given: Mapping[str, Collection[str]],
+                         added: Mapping[str, Collection[str]]) -> dict[str, frozenset[str]]:
+    """Per pool, the tensors barred from beginning the step there by either mapping (the
+    options' :attr:`~autotm_core.ilp.options.FormulationOptions.begin_outside` and what the
+    fitting loop added, :attr:`FittedPlan.begin_outside`)."""
+    return {p: frozenset(given.get(p, ())) | frozenset(added.get(p, ()))
+            for p in set(given) | set(added)}
 
 
 def _fitted(best: Held, packing: Packing, result: PlanResult | None, rounds: list[FitRound],

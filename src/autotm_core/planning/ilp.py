@@ -509,7 +509,7 @@ def _exact(chain: _Chain, planner: Planner, budget: Budget, kind: StageKind) -> 
                                rerun_seeds_only=kind.held_reruns)
     fitting = None
     if settings.fits_addresses:
-        from autotm_core.ilp.fitting import plan_with_addresses
+        from autotm_core.ilp.fitting import joined_begin_outside, plan_with_addresses
 
         fitted = plan_with_addresses(
             graph, system, costs=problem.costs, options=options, solver=settings.solver,
@@ -520,10 +520,8 @@ def _exact(chain: _Chain, planner: Planner, budget: Budget, kind: StageKind) -> 
         result, bound, source = fitted.result, fitted.bound_seconds, fitted.source
         fitting = Addresses(fits=fitted.fits, rounds=fitted.rounds, assignment=fitted.assignment)
         if fitted.begin_outside:  # the last round's model, which the restrictions describe
-            barred = {**options.begin_outside}
-            for p, names in fitted.begin_outside.items():
-                barred[p] = barred.get(p, frozenset()) | frozenset(names)
-            options = attrs.evolve(options, begin_outside=barred)
+            options = attrs.evolve(options, begin_outside=joined_begin_outside(
+                options.begin_outside, fitted.begin_outside))
         plan, interrupted = fitted.plan, fitted.interrupted
         with budget.phase("check"):
             held = pool.best(planner.formulation)
