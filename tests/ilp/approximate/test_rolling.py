@@ -210,17 +210,14 @@ def test_a_stretch_with_no_solution_is_planned_again_with_the_one_before(monkeyp
 def test_a_second_pass_over_the_stretches_never_makes_the_plan_worse(formulation):
     from autotm_core.ilp.approximate.rolling import revisit
 
-    graph = training_chain(8)
-    system, costs, index = setting(graph, 0.4, formulation)
-    problem = to_matrix_problem(index.lp)
-    layout = model_layout(index, problem)
-    rolled = rolling_plan(layout, problem, solver=HIGHS, core_kernels=5, margin_kernels=0,
-                          relative_gap=0.0)
-    assert rolled is not None
+    graph, system, costs, index, problem, layout, rolled = _rolled(formulation)
     first = decode_plan(index, rolled.values, graph, system, planner="rolling")
     again = revisit(layout, problem, rolled.values, solver=HIGHS, core_kernels=5,
                     relative_gap=0.0)
     assert again.revisited >= 5
+    # every decision and occupancy holds (kernel times beyond a stretch may be stale)
+    assert [r for r in index.lp.violations(again.values, tolerance=1e-6)
+            if not layout.time_row[r]] == []
     plan = decode_plan(index, again.values, graph, system, planner="revisited")
     assert verify_plan(plan, graph, system) == []
     step = float(simulate(plan, graph, system, costs).step_seconds)
@@ -230,3 +227,59 @@ def test_a_second_pass_over_the_stretches_never_makes_the_plan_worse(formulation
     optimum, _ = HIGHS.solve(problem, SolverConfig(relative_gap=0.02))
     assert optimum.best_bound is not None
     assert step >= index.objective_seconds(optimum.best_bound) * (1 - 1e-7)
+
+
+@pytest.mark.highs
+@pytest.mark.parametrize("formulation", ["synchronous", "asynchronous"])
+def test_every_tensor_planned_again_over_the_whole_step_is_the_whole_model(formulation):
+    """The slice of a group of tensors compresses the capacity to the half steps where the
+    group's bytes change: with every tensor in the group, its optimum is the whole model's,
+    and its solution, written back with the occupancies settled, one of the whole model."""
+    from autotm_core.ilp.approximate import rolling
+
+    _graph, _system, _costs, index, problem, layout, rolled = _rolled(formulation, layers=4,
+                                                                      core=3)
+    every = rolling._column_tensors(layout) >= 0
+    piece = rolling._tensors_slice(layout, problem, rolled.values, every)
+    found, values = HIGHS.solve(piece.sub, SolverConfig(relative_gap=0.0))
+    optimum, _ = HIGHS.solve(problem, SolverConfig(relative_gap=0.0))
+    assert found.objective == pytest.approx(optimum.objective, rel=1e-7)
+    again = np.array(rolled.values)
+    again[piece.cols] = values[:piece.cols.size]
+    rolling._settle_occupancy(layout, again)
+    assert index.lp.violations(again, tolerance=1e-6) == []
+
+
+@pytest.mark.highs
+def test_groups_of_tensors_cover_every_tensor_once_in_pieces_of_a_stretch():
+    from autotm_core.ilp.approximate import rolling
+
+    graph = training_chain(12)
+    _system, _costs, index = setting(graph, 0.4, "synchronous")
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    groups = rolling._tensor_groups(layout, problem, core_kernels=10)
+    assert len(groups) > 1
+    tensors = rolling._column_tensors(layout)
+    seen = np.concatenate([np.unique(tensors[g]) for g in groups])
+    assert sorted(seen.tolist()) == list(range(len(index.tensors)))
+    binary = np.asarray(problem.is_integer, dtype=bool)
+    per_stretch = binary[tensors >= 0].sum() * 10 // len(graph.kernels)
+    # the groups end where their binaries together first reach a multiple of a stretch's
+    together = np.cumsum([int(binary[g].sum()) for g in groups])
+    assert all(together[j] >= (j + 1) * per_stretch for j in range(len(groups) - 1))
+    assert all(together[j] - binary[groups[j]].sum() < (j + 1) * per_stretch
+               for j in range(len(groups)))
+
+
+def _rolled(formulation: str, *, layers: int = 8, core: int = 5) -> tuple:
+    """training_chain(layers) at 40% of its peak: the graph, system, costs, model, its
+    matrix and layout, and its stretch plan of ``core`` kernels a stretch."""
+    graph = training_chain(layers)
+    system, costs, index = setting(graph, 0.4, formulation)
+    problem = to_matrix_problem(index.lp)
+    layout = model_layout(index, problem)
+    rolled = rolling_plan(layout, problem, solver=HIGHS, core_kernels=core, margin_kernels=0,
+                          relative_gap=0.0)
+    assert rolled is not None
+    return graph, system, costs, index, problem, layout, rolled

@@ -483,13 +483,14 @@ class WholeRelaxAndFix:
 
 @attrs.frozen
 class Revisit:
-    """A second pass over the stretches of the complete plan held, each planned again with
-    everything else at its planned values (:func:`~autotm_core.ilp.approximate.rolling.revisit`)."""
+    """A second pass over groups of tensors and stretches of the complete plan held, each
+    planned again with everything else at its planned values
+    (:func:`~autotm_core.ilp.approximate.rolling.revisit`)."""
 
     name = "revisit"
 
     def says(self, state: ApproximateSearch) -> str:
-        return "planning each stretch again with its neighbours held"
+        return "planning each group of tensors and each stretch again with the rest held"
 
     def wanted(self, state: ApproximateSearch) -> bool:
         return (_built_in_time(state) and state.start is not None and not state.windowed
@@ -510,15 +511,16 @@ class Revisit:
                             core_kernels=state.strategy.stretch_kernels,
                             relative_gap=state.relative_gap, deadline=end,
                             abandon_at=_abandon_at(state))
-        logger.info("revisit: %d of %d stretches improved", again.improved, again.revisited)
+        logger.info("revisit: %d of %d groups of tensors and stretches improved", again.improved,
+                    again.revisited)
         if not again.improved:
             return
         state.termination += (f"; a second pass improved {again.improved} of "
-                              f"{again.revisited} stretches")
+                              f"{again.revisited} groups of tensors and stretches")
         state.offer(again.values, Source(Origin.STRETCHES, state.formulation), {
             "stretch_kernels": state.strategy.stretch_kernels,
-            "revisited_stretches": again.revisited, "improved_stretches": again.improved})
-        state.start = None  # its occupancies are not all set: a start comes from the plan
+            "revisited_pieces": again.revisited, "improved_pieces": again.improved})
+        state.start = None  # its kernel times are not all set: a start comes from the plan
         step = state.held_step()
         if step is not None:
             state.target = step / state.model.seconds_per_unit
