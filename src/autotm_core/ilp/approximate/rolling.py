@@ -188,12 +188,14 @@ def revisit(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, 
     improved = revisited = 0
     logger.info("revisit: from objective %.6g", float(cost @ values))
     stretches = _stretches(n, core, 0) + _stretches(n, core, 0, first=core // 2)
-    groups = _tensor_groups(layout, problem, core_kernels=core)
+    tensors = _column_tensors(layout)
+    groups = _tensor_groups(layout, problem, tensors, core_kernels=core)
     gained = True
     while gained:  # pass after pass: the tensors, the stretches, the same staggered by half
         gained = False
         pieces: list[Callable[[], _Slice]] = [
-            *(lambda g=g: _tensors_slice(layout, problem, values, g) for g in groups),
+            *(lambda g=g: _tensors_slice(layout, problem, values, _members(tensors, g))
+              for g in groups),
             *(lambda s=s, e=e: _slice(layout, problem, values, s=s, e=e, m=e, again=True)
               for s, e in stretches)]
         for make in pieces:
@@ -219,17 +221,16 @@ def revisit(layout: ModelLayout, problem: MatrixProblem, values: np.ndarray, *, 
     return Revisited(values=values, improved=improved, revisited=revisited)
 
 
-def _tensor_groups(layout: ModelLayout, problem: MatrixProblem, *,
+def _tensor_groups(layout: ModelLayout, problem: MatrixProblem, tensor: np.ndarray, *,
                    core_kernels: int) -> list[np.ndarray]:
-    """The tensors planned, in the order of their first slot (then of the graph), cut into
-    groups of about as many binaries as a stretch of ``core_kernels`` kernels has; each a
-    mask over the columns: its tensors' slot states and edges.
+    """The tensors planned (``tensor``: :func:`_column_tensors`), in the order of their first
+    slot (then of the graph), cut into groups of about as many binaries as a stretch of
+    ``core_kernels`` kernels has; each group its tensors' places.
 
     chain:20000 4:1, 60 s: groups of half that size 3.101 s, of that size 3.106 s, of
     twice 3.166 s (the LP grows faster than the group: 3 groups in the time of 12);
     every n-th tensor in the order instead of runs of it, 3.116 s (chain:5000, 20 s:
     0.7543 s against 0.7522 s)."""
-    tensor = _column_tensors(layout)
     binary = np.asarray(problem.is_integer, dtype=bool) & (tensor >= 0)
     n_tensors = len(layout.tensor_slots) - 1
     if n_tensors <= 0 or not binary.any():
@@ -243,13 +244,15 @@ def _tensor_groups(layout: ModelLayout, problem: MatrixProblem, *,
     size = max(1, total * core_kernels // max(1, layout.n_kernels))
     cut = np.searchsorted(np.cumsum(per_tensor[order]), np.arange(size, total, size),
                           side="left")
-    groups = []
-    for chosen in np.split(order, np.unique(cut + 1)):
-        if chosen.size:
-            member = np.zeros(n_tensors + 1, dtype=bool)
-            member[chosen] = True
-            groups.append(member[tensor])  # -1 (no tensor) reads the last entry, False
-    return groups
+    return [chosen for chosen in np.split(order, np.unique(cut + 1)) if chosen.size]
+
+
+def _members(tensor: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Per column (``tensor``: :func:`_column_tensors`), whether it is a slot state or edge of
+    a tensor of ``group``."""
+    member = np.zeros(int(tensor.max(initial=-1)) + 2, dtype=bool)
+    member[group] = True
+    return member[tensor]  # -1 (no tensor) reads the last entry, False
 
 
 def _column_tensors(layout: ModelLayout) -> np.ndarray:
