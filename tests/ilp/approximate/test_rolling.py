@@ -230,15 +230,17 @@ def test_a_second_pass_over_the_stretches_never_makes_the_plan_worse(formulation
 
 
 @pytest.mark.highs
-@pytest.mark.parametrize("formulation", ["synchronous", "asynchronous"])
-def test_every_tensor_planned_again_over_the_whole_step_is_the_whole_model(formulation):
+@pytest.mark.parametrize(("formulation", "three"), [("synchronous", False),
+                                                    ("asynchronous", False),
+                                                    ("synchronous", True)])
+def test_every_tensor_planned_again_over_the_whole_step_is_the_whole_model(formulation, three):
     """The slice of a group of tensors compresses the capacity to the half steps where the
     group's bytes change: with every tensor in the group, its optimum is the whole model's,
     and its solution, written back with the occupancies settled, one of the whole model."""
     from autotm_core.ilp.approximate import rolling
 
-    _graph, _system, _costs, index, problem, layout, rolled = _rolled(formulation, layers=4,
-                                                                      core=3)
+    _graph, _system, _costs, index, problem, layout, rolled = _rolled(
+        formulation, layers=4, core=3, three=three)
     every = rolling._column_tensors(layout) >= 0
     piece = rolling._tensors_slice(layout, problem, rolled.values, every)
     found, values = HIGHS.solve(piece.sub, SolverConfig(relative_gap=0.0))
@@ -273,11 +275,12 @@ def test_groups_of_tensors_cover_every_tensor_once_in_pieces_of_a_stretch():
                for j in range(len(groups)))
 
 
-def _rolled(formulation: str, *, layers: int = 8, core: int = 5) -> tuple:
-    """training_chain(layers) at 40% of its peak: the graph, system, costs, model, its
-    matrix and layout, and its stretch plan of ``core`` kernels a stretch."""
+def _rolled(formulation: str, *, layers: int = 8, core: int = 5, three: bool = False) -> tuple:
+    """training_chain(layers) at 40% of its peak (or on three bounded pools): the graph,
+    system, costs, model, its matrix and layout, and its stretch plan of ``core`` kernels a
+    stretch."""
     graph = training_chain(layers)
-    system, costs, index = setting(graph, 0.4, formulation)
+    system, costs, index = setting(graph, 0.4, formulation, three=three)
     problem = to_matrix_problem(index.lp)
     layout = model_layout(index, problem)
     rolled = rolling_plan(layout, problem, solver=HIGHS, core_kernels=core, margin_kernels=0,

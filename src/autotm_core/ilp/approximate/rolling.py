@@ -59,7 +59,7 @@ from autotm_core.ilp.approximate.layout import (
     restricted_problem,
 )
 from autotm_core.ilp.incumbent import RelaxAndFix, Unrelaxed, relax_and_fix_matrix
-from autotm_core.ilp.model_index import FLIGHT
+from autotm_core.ilp.model_index import CONFIG, FLIGHT
 from autotm_core.ilp.search.budget import seconds_until
 from autotm_core.solvers.base import MatrixProblem, Solver, SolverConfig, TerminationCondition
 
@@ -273,8 +273,8 @@ def _tensors_slice(layout: ModelLayout, problem: MatrixProblem, values: np.ndarr
     stretch cannot change, a tensor's pools at uses stretches apart (chain:5000 4:1: a
     parameter fetched for its forward kernel, evicted, fetched again for its update and
     kept there for the next step, where the whole model's plan keeps it in one pool).
-    Free besides: their copies in flight, and the time of each kernel whose time a free
-    column loads. The rows
+    Free besides: their copies in flight, the configurations of the kernels using them
+    (table costs), and the time of each kernel whose time a free column loads. The rows
     are every row with a free column, but the capacity, compressed exactly to the half
     steps where the group's bytes change (:func:`_breakpoint_chain`), so the slice's
     solution is one of the whole model."""
@@ -283,7 +283,8 @@ def _tensors_slice(layout: ModelLayout, problem: MatrixProblem, values: np.ndarr
     touched[columns[:, np.flatnonzero(group)].indices] = True
     near = np.zeros(layout.kind.size, dtype=bool)
     near[rows_of[np.flatnonzero(touched & ~layout.capacity_row)].indices] = True
-    free = group | (near & (layout.kind == FLIGHT))  # the group's copies in flight
+    # the group's copies in flight, and the configurations of its kernels (table costs)
+    free = group | (near & ((layout.kind == FLIGHT) | (layout.kind == CONFIG)))
     touched[columns[:, np.flatnonzero(free)].indices] = True
     loaded = np.zeros(layout.kind.size, dtype=bool)
     loaded[rows_of[np.flatnonzero(touched & layout.time_row)].indices] = True
