@@ -103,3 +103,32 @@ def test_a_plan_beginning_a_tensor_where_the_model_bars_it_starts_it_elsewhere()
     # the same plan, unbarred, maps as it is
     free = build_program(graph, costs, system)
     assert warm_start_from_plan(free, plan, graph, system) is not None
+
+
+def test_a_copy_issued_at_a_gadget_is_the_transition_out_of_it():
+    # w is evicted while fwd (kernel 0) reads it and fetched back while bwd runs: during
+    # kernel 0 the plan holds w in both pools (pmm reserved), but w begins the step in dram
+    # only, where it ends it; read as both pools it broke the steady-state rows
+    from autotm_core.ilp.options import FormulationOptions
+    from autotm_core.plans import Move, MoveKind, Residency, make_plan
+    from autotm_core.plans.verify import verify_plan
+
+    from .test_steady_state import MiB, update_step
+
+    graph = update_step()
+    system = preset("optane-2019").with_capacity("dram", 32 * MiB)
+    costs = roofline_costs(graph, system)
+    plan = make_plan(graph, system, planner="evicted-at-0", residencies=[
+        Residency("w", "dram", 0, 0), Residency("w", "pmm", 0, 1), Residency("w", "dram", 1, 3),
+        Residency("a", "dram", 0, 1), Residency("g", "dram", 1, 3)], moves=[
+        Move("w", "dram", "pmm", 0, kind=MoveKind.ASYNC),
+        Move("w", "pmm", "dram", 1, kind=MoveKind.ASYNC)])
+    assert verify_plan(plan, graph, system) == []
+    index = build_program(graph, costs, system,
+                          options=FormulationOptions(formulation="asynchronous"))
+    values = warm_start_from_plan(index, plan, graph, system)
+    assert values is not None
+    assert index.lp.violations(values, tolerance=FEASIBILITY_TOLERANCE) == []
+    w = next(t for t, ts in enumerate(index.tensors) if graph.tensors[ts.tensor].name == "w")
+    first = next(s for s, v in index.slot_vars[w][0].items() if values[v] > 0.5)
+    assert index.states[first].pools == {system.pool_index("dram")}

@@ -18,7 +18,7 @@ does not end the step where it began it (its steady-state rows) is no start.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from autotm_core.ilp.gadgets import State
 from autotm_core.ilp.model_index import Edge, ModelIndex
 from autotm_core.ir import Graph
 from autotm_core.memory import MemorySystem
-from autotm_core.plans.model import Plan
+from autotm_core.plans.model import MoveKind, Plan
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +69,8 @@ def _pick(states: tuple[State, ...], wanted: list[int], allowed: dict[int, int],
     return None
 
 
-def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, int]]
-                   ) -> list[int] | None:
+def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, int]],
+                   issued: Mapping[int, frozenset[int]]) -> list[int] | None:
     states, ts = index.states, index.tensors[t]
     state_of = {s.pools: i for i, s in enumerate(states)}
     slowest = max(s.usable for s in states)
@@ -78,6 +78,14 @@ def _tensor_states(index: ModelIndex, t: int, spans: Sequence[tuple[int, int, in
     moved_start = False  # whether the model bars every state the plan begins the tensor in
     for i, (slot, allowed) in enumerate(zip(ts.slots, index.slot_vars[t], strict=True)):
         held = _held(spans, slot.first, slot.last)
+        if slot.gadget and slot.first in issued and i < len(ts.slots) - 1:
+            # a copy issued at a gadget's kernel is the transition out of it: its target,
+            # reserved from there, is not the gadget's state (an eviction issued at kernel
+            # 0 read as both pools broke the steady-state rows: zoo:vgg19:batch=128
+            # gpu-h200 4:1, its own asynchronous plan no start for the stages after it).
+            # A copy issued at the last kernel completes in the next step: the last slot
+            # holds its target
+            held = [p - issued[slot.first] or p for p in held]
         seen = [state_of[p] for p in held if p in state_of]
         if slot.gadget:
             if not seen:
@@ -125,11 +133,16 @@ def warm_start_from_plan(index: ModelIndex, plan: Plan, graph: Graph,
     for residency in plan.residencies:
         by_tensor.setdefault(residency.tensor, []).append(
             (system.pool_index(residency.pool), residency.first, residency.last))
+    issued: dict[str, dict[int, frozenset[int]]] = {}  # tensor -> kernel -> copies' targets
+    for move in plan.moves:
+        if move.kind is MoveKind.ASYNC:
+            at = issued.setdefault(move.tensor, {})
+            at[move.kernel] = at.get(move.kernel, frozenset()) | {system.pool_index(move.target)}
     usable: dict[tuple[int, int], int] = {}
     tables = any(index.config_vars)
     for t, ts in enumerate(index.tensors):
         name = graph.tensors[ts.tensor].name
-        chosen = _tensor_states(index, t, by_tensor.get(name, []))
+        chosen = _tensor_states(index, t, by_tensor.get(name, []), issued.get(name, {}))
         if chosen is None:
             logger.info("warm start: tensor %r's pools in plan %r match no state of the model",
                         name, plan.planner)
