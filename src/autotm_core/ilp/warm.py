@@ -2,7 +2,9 @@
 
 A verified plan says which pools hold each tensor at each kernel; the model
 knows one state per slot. Each gadget slot takes the state of the pools held at
-its kernel. An interior takes the cheapest state the plan passes through in it
+its kernel, less the target of a copy issued there (the transition out of it; at the
+last kernel, a copy completing in the next step, the last slot holds its target). An
+interior takes the cheapest state the plan passes through in it
 (the slow pool only, if the plan evicts the tensor there): moving the eviction
 to the interior's start and the fetch to its end costs the same copies and holds
 no more bytes in the fast pool at any step. When the edge wanted was left out
