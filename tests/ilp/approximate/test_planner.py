@@ -166,3 +166,37 @@ def test_a_start_plan_is_a_candidate_and_names_itself():
     assert result.step_seconds == pytest.approx(exact.step_seconds)
     assert result.step_seconds < result.baseline_step_seconds
     assert result.bound_seconds <= result.step_seconds
+
+
+@pytest.mark.slow
+@pytest.mark.highs
+def test_the_static_formulations_whole_model_is_planned_first_and_held():
+    from autotm_core.ilp.search.pool import IncumbentPool
+
+    graph = training_chain(8)  # 25 kernels, stretches of 6
+    system = preset("optane-2019")
+    capacity = int(graph.liveness.peak_nbytes * 0.4)
+    limited = system.with_capacity(system.fast.name, capacity)
+    costs = resolve_costs(graph, limited)
+    strategy = attrs.evolve(DEFAULT_STRATEGY, stretch_kernels=6, full_solve_kernels=0,
+                            full_solve_stretch_factor=float("inf"))
+    pool = IncumbentPool(graph, limited, costs)
+    result = plan_approximate(graph, system, fast_capacity_nbytes=capacity, costs=costs,
+                              time_budget_seconds=60, relative_gap=0.0, strategy=strategy,
+                              pool=pool)
+    held = pool.held(Source(Origin.SOLVE, Formulation.STATIC))
+    assert held is not None and held.plan.moves == ()
+    static = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0,
+                        formulation="static")
+    assert held.step_seconds >= static.step_seconds * (1 - 1e-7)  # relax-and-fix: a plan
+    assert result.step_seconds <= held.step_seconds
+    # its LP bound bounds static plans only: the answer's bound is the search's own
+    exact = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0)
+    assert result.bound_seconds <= exact.step_seconds * (1 + 1e-7)
+    assert verify_plan(result.plan, graph, result.system) == []
+    # a share of 0 plans no static model first
+    pool = IncumbentPool(graph, limited, costs)
+    plan_approximate(graph, system, fast_capacity_nbytes=capacity, costs=costs,
+                     time_budget_seconds=60, pool=pool,
+                     strategy=attrs.evolve(strategy, static_start_share=0.0))
+    assert pool.held(Source(Origin.SOLVE, Formulation.STATIC)) is None

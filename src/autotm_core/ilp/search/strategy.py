@@ -158,6 +158,22 @@ class Strategy:
     """Kernels planned at once by the rolling planner; the second pass's groups of tensors
     take about as many binaries as such a stretch (chain:20000 4:1, 60 s: half as many
     3.101 s, as many 3.106 s, twice as many 3.166 s)."""
+    static_start_share: float = attrs.field(default=0.4, validator=[_non_negative,
+                                                                    attrs.validators.le(1.0)])
+    """Share of the time left that the synchronous and asynchronous approximate searches give
+    the static formulation's whole model (relax-and-fix) before their own model is built,
+    for graphs of more than :attr:`stretch_kernels` and at most :attr:`static_start_kernels`
+    kernels: its model is a third of the synchronous one's size and sees the whole step, and
+    its plan is one of theirs (chain:20000 optane-2019 4:1: its LP and fixed MIP in 6.5 s, a
+    plan of 2.9969 s where the stretches and their second pass reached 3.106 s in 60 s;
+    chain:50000: 38 s, 7.4922 s). What it does not use goes on; a share, not the time it
+    needs, so that load (which doubles the LP's seconds) does not leave it without a plan.
+    0: not planned."""
+    static_start_kernels: int = attrs.field(default=50_000, validator=_size)
+    """The most kernels for which the static formulation's whole model is planned first
+    (:attr:`static_start_share`): its LP relaxation (HiGHS's simplex) grows as the square of
+    the kernels, 0.5 s at chain:5000, 5.7 s at 20,000, 36 s at 50,000, not solved in 150 s at
+    100,000 (and the process then held 7.8 GiB, against 6.4 GiB without it)."""
     margin_kernels: int = attrs.field(default=250, validator=_size)
     """Kernels after each stretch that its slice sees, relaxed."""
     bound_reserve_seconds: float = attrs.field(default=6.0, validator=_non_negative)
