@@ -190,6 +190,8 @@ def test_the_static_formulations_whole_model_is_planned_first_and_held():
                         formulation="static")
     assert held.step_seconds >= static.step_seconds * (1 - 1e-7)  # relax-and-fix: a plan
     assert result.step_seconds <= held.step_seconds
+    # faster than the stretches' plan here: the second pass started from it, and says so
+    assert "starts from the plan of ilp, static formulation" in result.termination
     # its LP bound bounds static plans only: the answer's bound is the search's own
     exact = plan_graph(graph, system, fast_capacity_nbytes=capacity, relative_gap=0.0)
     assert result.bound_seconds <= exact.step_seconds * (1 + 1e-7)

@@ -494,9 +494,11 @@ def _start_from_held(state: ApproximateSearch) -> None:
                         and float(np.asarray(state.problem.cost) @ held)
                         >= float(np.asarray(state.problem.cost) @ state.start)):
         return
-    logger.info("the second pass starts from the held plan of %s (%.6g s)",
-                best.source.describe(state.formulation), best.step_seconds)
+    named = best.source.describe(state.formulation)
+    logger.info("the second pass starts from the held plan of %s (%.6g s)", named,
+                best.step_seconds)
     state.start = held
+    state.termination += f"; what follows them starts from the plan of {named}"
 
 
 def _held_values(state: ApproximateSearch) -> np.ndarray | None:
