@@ -202,3 +202,9 @@ def test_the_static_formulations_whole_model_is_planned_first_and_held():
                      time_budget_seconds=60, pool=pool,
                      strategy=attrs.evolve(strategy, static_start_share=0.0))
     assert pool.held(Source(Origin.SOLVE, Formulation.STATIC)) is None
+    # nor does a graph above static_start_kernels
+    pool = IncumbentPool(graph, limited, costs)
+    plan_approximate(graph, system, fast_capacity_nbytes=capacity, costs=costs,
+                     time_budget_seconds=60, pool=pool,
+                     strategy=attrs.evolve(strategy, static_start_kernels=len(graph.kernels) - 1))
+    assert pool.held(Source(Origin.SOLVE, Formulation.STATIC)) is None
