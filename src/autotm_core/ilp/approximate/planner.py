@@ -281,20 +281,11 @@ class StaticStart:
                                                                     Formulation.STATIC)))
 
     def run(self, state: ApproximateSearch) -> None:
-        from autotm_core.ilp.formulation import build_program
         from autotm_core.ilp.incumbent import RelaxAndFix, relax_and_fix_matrix
-        from autotm_core.ilp.lp import to_matrix_problem
-        from autotm_core.ilp.reductions import find_reductions
 
-        graph, static = state.graph, Formulation.STATIC
-        options = attrs.evolve(state.options, formulation=static)
-        started = time.perf_counter()
-        index = build_program(graph, state.costs, state.system, options.capacities, options)
-        state.budget.built(len(graph.kernels), static, time.perf_counter() - started)
-        lp = (find_reductions(index, graph, state.system, state.costs).apply(index.lp)
-              if state.reduce else index.lp)
-        problem = to_matrix_problem(lp, name=f"{graph.name} (static)")
-        del lp
+        static = Formulation.STATIC
+        index, _, problem = _reduced_model(state, attrs.evolve(state.options, formulation=static),
+                                           name=f"{state.graph.name} (static)")
         with _solving(state):
             found = relax_and_fix_matrix(
                 problem, solver=state.solver, relative_gap=state.relative_gap,
@@ -306,6 +297,23 @@ class StaticStart:
         state.offer(found.values, Source(Origin.SOLVE, static), {
             "objective_seconds": index.objective_seconds(found.result.objective or 0.0),
             "termination": "relax-and-fix of the static model"}, index=index)
+
+
+def _reduced_model(state: ApproximateSearch, options: FormulationOptions, *,
+                   name: str) -> tuple[ModelIndex, Reductions, MatrixProblem]:
+    """The model of ``options`` for the search's graph, its build time told to the budget, the
+    exact reductions found (none without ``state.reduce``) and the matrix with them applied."""
+    from autotm_core.ilp.formulation import build_program
+    from autotm_core.ilp.lp import to_matrix_problem
+    from autotm_core.ilp.reductions import find_reductions
+
+    graph = state.graph
+    started = time.perf_counter()
+    index = build_program(graph, state.costs, state.system, options.capacities, options)
+    state.budget.built(len(graph.kernels), options.formulation, time.perf_counter() - started)
+    found = (find_reductions(index, graph, state.system, state.costs) if state.reduce
+             else Reductions.none(index.lp))
+    return index, found, to_matrix_problem(found.apply(index.lp), name=name)
 
 
 @attrs.frozen
@@ -329,21 +337,13 @@ class Build:
 
     def run(self, state: ApproximateSearch) -> None:
         from autotm_core.ilp.approximate.layout import model_layout
-        from autotm_core.ilp.formulation import build_program
-        from autotm_core.ilp.lp import to_matrix_problem
-        from autotm_core.ilp.reductions import find_reductions
 
         started = time.perf_counter()
         graph = state.graph
-        state.index = index = build_program(graph, state.costs, state.system,
-                                            state.options.capacities, state.options)
-        lp = index.lp
-        state.budget.built(len(graph.kernels), state.formulation, time.perf_counter() - started)
-        found = (find_reductions(index, graph, state.system, state.costs) if state.reduce
-                 else Reductions.none(lp))
+        index, found, state.problem = _reduced_model(state, state.options, name=graph.name)
+        state.index, lp = index, index.lp
         logger.info("reductions: %s", found.summary())
         state.reductions = found
-        state.problem = to_matrix_problem(found.apply(lp), name=graph.name)
         state.bound = state.kernel_bound = index.objective_seconds(
             float(sum(lp.var_lb[v] for v in index.kernel_time_vars)))
         state.bound_source = "kernels"
@@ -490,9 +490,10 @@ def _start_from_held(state: ApproximateSearch) -> None:
     if best is None or best.source == Source(Origin.STRETCHES, state.formulation):
         return
     held = _held_values(state)
-    if held is None or (state.start is not None and state.problem is not None
-                        and float(np.asarray(state.problem.cost) @ held)
-                        >= float(np.asarray(state.problem.cost) @ state.start)):
+    assert state.problem is not None
+    cost = np.asarray(state.problem.cost)
+    if held is None or (state.start is not None
+                        and float(cost @ held) >= float(cost @ state.start)):
         return
     named = best.source.describe(state.formulation)
     logger.info("the second pass starts from the held plan of %s (%.6g s)", named,
