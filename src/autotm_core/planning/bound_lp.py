@@ -42,38 +42,44 @@ class Pairs:
 
 
 class Columns(NamedTuple):
-    """Where each group of the LP's columns begins, for ``n_pairs`` pairs, ``n_rows`` rows
-    and ``n_splits`` splits: ``x`` (outside), ``c`` (out so far: nondecreasing, >= x),
-    ``d`` (in from here on: nonincreasing, >= x where a read is ahead), one each per
-    pair; ``out_by[j]`` and ``in_from[j]`` (bytes) per row; per split ``b = -1 .. n-1``
-    its two sides' seconds ``before[b + 1]`` and ``after[b + 1]``; the step's ``z``."""
+    """Where each group of the LP's columns begins, for ``n_pairs`` pairs, ``n_rows`` rows,
+    ``n_splits`` splits (``b = -1 .. n-1``) and ``n_windows`` windows: ``x`` (outside),
+    ``c`` (out so far: nondecreasing, >= x), ``d`` (in from here on: nonincreasing, >= x
+    where a read is ahead), ``e`` (in before the next read: ``d`` up to that read only),
+    one each per pair; ``out_by[j]`` and ``in_from[j]`` (bytes) per row; ``end[b + 1]``,
+    when kernel ``b`` ends (``end[0]``: the step's start, 0); the step's ``z``; ``xr``
+    (the part of ``x`` dropped, per pair); ``rerun`` (per kernel: whether it reruns);
+    ``window_out`` and ``window_in`` (bytes) per window of kernels."""
 
     n_pairs: int
     n_rows: int
     n_splits: int
+    n_windows: int
     x: int
     c: int
     d: int
+    e: int
     out_by: int
     in_from: int
-    before: int
-    after: int
+    end: int
     z: int
     xr: int
     rerun: int
+    window_out: int
+    window_in: int
     n_cols: int
 
     @classmethod
-    def of(cls, n_pairs: int, n_rows: int, n_splits: int) -> Columns:
-        """The layout: the groups in the order above, each after the one before; then
-        ``xr`` (the part of ``x`` dropped, per pair) and ``rerun`` (per kernel: whether it
-        reruns, ``n_splits - 1`` kernels)."""
-        before = 3 * n_pairs + 2 * n_rows
-        z = before + 2 * n_splits
-        return cls(n_pairs, n_rows, n_splits, x=0, c=n_pairs, d=2 * n_pairs,
-                   out_by=3 * n_pairs, in_from=3 * n_pairs + n_rows, before=before,
-                   after=before + n_splits, z=z, xr=z + 1, rerun=z + 1 + n_pairs,
-                   n_cols=z + 1 + n_pairs + n_splits - 1)
+    def of(cls, n_pairs: int, n_rows: int, n_splits: int, n_windows: int) -> Columns:
+        """The layout: the groups in the order above, each after the one before."""
+        end = 4 * n_pairs + 2 * n_rows
+        z = end + n_splits
+        rerun = z + 1 + n_pairs
+        window_out = rerun + n_splits - 1
+        return cls(n_pairs, n_rows, n_splits, n_windows, x=0, c=n_pairs, d=2 * n_pairs,
+                   e=3 * n_pairs, out_by=4 * n_pairs, in_from=4 * n_pairs + n_rows, end=end,
+                   z=z, xr=z + 1, rerun=rerun, window_out=window_out,
+                   window_in=window_out + n_windows, n_cols=window_out + 2 * n_windows)
 
 
 @attrs.frozen(kw_only=True)
@@ -95,12 +101,15 @@ class SplitProgram:
     """Per kernel, its least time (what a rerun of it takes at least)."""
     droppable: BoolArray
     """Per tensor: a plan may drop it and recompute it (all False without recomputation)."""
+    window_kernels: int
+    """The most kernels of a window whose own crossings bound how long it lasts (0: none)."""
 
     @property
     def cols(self) -> Columns:
         """Where the LP's columns are."""
-        return Columns.of(len(self.pairs.tensor), len(self.pairs.over),
-                           self.liveness.n_kernels + 1)
+        n = self.liveness.n_kernels
+        return Columns.of(len(self.pairs.tensor), len(self.pairs.over), n + 1,
+                          n * self.window_kernels)
 
     @property
     def compute_after(self) -> FloatArray:
@@ -131,7 +140,10 @@ class SplitProgram:
         cols = self.cols
         ub, eq = Rows(), Rows()
         self._cover_rows(ub)
+        self._next_read_rows(ub)
+        self._end_rows(ub)
         self._split_rows(ub)
+        self._window_rows(ub)
         self._rerun_rows(ub)
         self._crossing_rows(eq)
         cost = np.zeros(cols.n_cols)
@@ -140,6 +152,10 @@ class SplitProgram:
                          A_eq=eq.matrix(cols.n_cols), b_eq=eq.rhs(), bounds=self._bounds(),
                          method="highs-ipm")
         if solved.status != 0:  # infeasible: some excess no tensor can cover (workspace alone)
+            if solved.status != 2 and self.window_kernels:
+                logger.warning("the physical bound's LP stopped unsolved (%s): again "
+                               "without windows", solved.message)
+                return attrs.evolve(self, window_kernels=0).solve()
             if solved.status != 2:
                 logger.warning("the physical bound's LP stopped unsolved (%s): compute alone",
                                solved.message)
@@ -171,12 +187,37 @@ class SplitProgram:
         ub.add(r + np.arange(len(follows)), d + follows + 1, 1.0)
         ub.add(r + np.arange(len(follows)), d + follows, -1.0)
 
+    def _next_read_rows(self, ub: Rows) -> None:
+        """``e`` at least ``x`` where a read is ahead, and nonincreasing in time up to the
+        next read of its tensor (a read ends the stretch ``e`` covers)."""
+        p, cols = self.pairs, self.cols
+        x, e = cols.x, cols.e
+        read = np.flatnonzero(p.ahead)
+        r = ub.block(len(read))
+        ub.add(r + np.arange(len(read)), x + read, 1.0)
+        ub.add(r + np.arange(len(read)), cols.xr + read, -1.0)
+        ub.add(r + np.arange(len(read)), e + read, -1.0)
+        gap = self._gaps()
+        chained = p.follows[p.ahead[p.follows + 1] & (gap[p.follows] == gap[p.follows + 1])]
+        r = ub.block(len(chained))
+        ub.add(r + np.arange(len(chained)), e + chained + 1, 1.0)
+        ub.add(r + np.arange(len(chained)), e + chained, -1.0)
+
+    def _end_rows(self, ub: Rows) -> None:
+        """Kernel ``k`` ends at least its least time after kernel ``k - 1``, and the step
+        after the last kernel."""
+        cols, n = self.cols, self.liveness.n_kernels
+        k = np.arange(n)
+        r = ub.block(n, -self.kernel_seconds / self.unit_seconds)
+        ub.add(r + k, cols.end + k, 1.0)
+        ub.add(r + k, cols.end + k + 1, -1.0)
+
     def _split_rows(self, ub: Rows) -> None:
-        """Per split after kernel ``b``: ``before[b]`` at least the crossings out of the
-        rows up to ``b`` with that side's compute (:func:`side_seconds`), ``after[b]``
-        the crossings in of the rows after it with its compute, and ``z`` their sum."""
+        """Per split after kernel ``b``: the stretch up to ``b``'s end at least the crossings
+        out of the rows up to ``b`` with that side's compute (:func:`side_seconds`), the
+        stretch after it the crossings in of the rows after it with its compute."""
         cols, done = self.cols, self.done
-        m, n_splits = cols.n_rows, cols.n_splits
+        m = cols.n_rows
         s_out, s_in = np.flatnonzero(done >= 1), np.flatnonzero(done < m)
         # rate * side >= bytes + sync_excess * compute, in units
         out, into = self.rate_out, self.rate_in
@@ -184,24 +225,111 @@ class SplitProgram:
                      * self.compute_before[s_out] / self.unit_seconds)
         ub.add(r + np.arange(len(s_out)), cols.out_by + done[s_out] - 1,
                self.unit_nbytes / out.bytes_per_second / self.unit_seconds)
-        ub.add(r + np.arange(len(s_out)), cols.before + s_out, -1.0)
+        ub.add(r + np.arange(len(s_out)), cols.end + s_out, -1.0)
         r = ub.block(len(s_in), -into.sync_excess / into.bytes_per_second
                      * self.compute_after[s_in] / self.unit_seconds)
         ub.add(r + np.arange(len(s_in)), cols.in_from + done[s_in],
                self.unit_nbytes / into.bytes_per_second / self.unit_seconds)
-        ub.add(r + np.arange(len(s_in)), cols.after + s_in, -1.0)
-        r = ub.block(n_splits)
-        ub.add(r + np.arange(n_splits), cols.before + np.arange(n_splits), 1.0)
-        ub.add(r + np.arange(n_splits), cols.after + np.arange(n_splits), 1.0)
-        ub.add(r + np.arange(n_splits), np.full(n_splits, cols.z), -1.0)
+        step = np.full(len(s_in), cols.end + self.liveness.n_kernels)
+        ub.add(r + np.arange(len(s_in)), step, -1.0)
+        ub.add(r + np.arange(len(s_in)), cols.end + s_in, 1.0)
+
+    def _window_rows(self, ub: Rows) -> None:
+        """Per window of kernels ``a..b`` (at most :attr:`window_kernels`): it lasts at least
+        the crossings out of the tensors produced in it that are outside by ``b``, and the
+        crossings in before reads in it of tensors outside from ``a - 1`` on, each with
+        its compute."""
+        cols, n, width = self.cols, self.liveness.n_kernels, self.window_kernels
+        if not width:
+            return
+        a, o = np.divmod(np.arange(n * width), width)
+        b = a + o
+        real = b < n
+        w, a, b = np.flatnonzero(real), a[real], b[real]
+        compute = (self.compute_before[b + 1] - self.compute_before[a]) / self.unit_seconds
+        for first, rate in ((cols.window_out, self.rate_out), (cols.window_in, self.rate_in)):
+            r = ub.block(len(w), -rate.sync_excess / rate.bytes_per_second * compute)
+            ub.add(r + np.arange(len(w)), first + w,
+                   self.unit_nbytes / rate.bytes_per_second / self.unit_seconds)
+            ub.add(r + np.arange(len(w)), cols.end + b + 1, -1.0)
+            ub.add(r + np.arange(len(w)), cols.end + a, 1.0)
+        # window_out[a..b] >= window_out[a+1..b] + the tensors produced at a, outside by b
+        r = ub.block(len(w))
+        ub.add(r + np.arange(len(w)), cols.window_out + w, -1.0)
+        longer = np.flatnonzero(b > a)
+        ub.add(r + longer, cols.window_out + w[longer] + width - 1, 1.0)
+        window, pair, nbytes = self._produced_terms()
+        ub.add(r + np.searchsorted(w, window), cols.c + pair, nbytes)
+        # window_in[a..b] >= window_in[a..b-1] + the reads at b after being outside
+        r = ub.block(len(w))
+        ub.add(r + np.arange(len(w)), cols.window_in + w, -1.0)
+        ub.add(r + longer, cols.window_in + w[longer] - 1, 1.0)
+        window, pair, nbytes = self._read_terms()
+        ub.add(r + np.searchsorted(w, window), cols.e + pair, nbytes)
+
+    def _pair_keys(self) -> IntArray:
+        """Per pair, ``tensor * (n + 1) + kernel``: ascending (pairs by tensor, then time)."""
+        n = self.liveness.n_kernels
+        return self.pairs.tensor * (n + 1) + self.pairs.over[self.pairs.row]
+
+    def _read_keys(self) -> tuple[IntArray, IntArray, IntArray]:
+        """Every read of a tensor the pairs hold: its tensor and kernel, by tensor then
+        kernel, and its key as :meth:`_pair_keys`'."""
+        live, n = self.liveness, self.liveness.n_kernels
+        reads = np.asarray(live.kernel_reads, dtype=bool)
+        tensor = live.kernel_tensors[reads].astype(np.int64)
+        kernel = live.entry_kernels()[reads]
+        keep = np.isin(tensor, self.pairs.tensor)
+        key = np.sort(tensor[keep] * (n + 1) + kernel[keep])
+        return key // (n + 1), key % (n + 1), key
+
+    def _gaps(self) -> IntArray:
+        """Per pair, how many reads of all tensors come before it in key order: two pairs
+        of a tensor have the same value exactly when no read of it falls between them
+        (the earlier pair's kernel included)."""
+        return np.searchsorted(self._read_keys()[2], self._pair_keys(), side="left")
+
+    def _produced_terms(self) -> tuple[IntArray, IntArray, FloatArray]:
+        """``window_out``'s terms: per window ``a..b`` and tensor produced at ``a`` with a
+        pair by ``b``, its last such pair and its size in units."""
+        n, width, keys = self.liveness.n_kernels, self.window_kernels, self._pair_keys()
+        _, out_size = self.sizes()
+        tensor = np.unique(self.pairs.tensor)
+        tensor = tensor[self.liveness.producer[tensor] >= 0]
+        produced = self.liveness.producer[tensor]
+        o = np.arange(width)
+        t, b = np.repeat(tensor, width), (produced[:, None] + o).ravel()
+        a = np.repeat(produced, width)
+        last = np.searchsorted(keys, t * (n + 1) + b, side="right") - 1
+        ok = (b < n) & (last >= 0)
+        ok[ok] &= self.pairs.tensor[last[ok]] == t[ok]
+        return a[ok] * width + (b - a)[ok], last[ok], out_size[t[ok]]
+
+    def _read_terms(self) -> tuple[IntArray, IntArray, FloatArray]:
+        """``window_in``'s terms: per window ``a..b`` and read of a tensor at ``b``, the
+        first pair of the tensor from kernel ``a - 1`` on after its read before, if it is
+        no later than ``b``, and the tensor's size in units."""
+        n, width, keys = self.liveness.n_kernels, self.window_kernels, self._pair_keys()
+        size, _ = self.sizes()
+        tensor, kernel, _ = self._read_keys()
+        before = np.full(len(tensor), -1, dtype=np.int64)
+        same = np.flatnonzero(tensor[1:] == tensor[:-1]) + 1
+        before[same] = kernel[same - 1]
+        o = np.arange(width)
+        t, b = np.repeat(tensor, width), np.repeat(kernel, width)
+        a = (kernel[:, None] - o).ravel()
+        lo = np.maximum(a - 1, np.repeat(before, width) + 1)
+        first = np.searchsorted(keys, t * (n + 1) + lo, side="left")
+        ok = (a >= 0) & (first < len(keys))
+        ok[ok] &= ((self.pairs.tensor[first[ok]] == t[ok])
+                   & (keys[first[ok]] <= t[ok] * (n + 1) + b[ok]))
+        return a[ok] * width + (b - a)[ok], first[ok], size[t[ok]]
 
     def _rerun_rows(self, ub: Rows) -> None:
         """The dropped part of a pair is at most the pair's ``x`` and at most its producer's
         rerun; the step is at least the whole compute plus the reruns' least times."""
         p, cols = self.pairs, self.cols
         pairs = np.flatnonzero(self.droppable[p.tensor] & p.ahead)
-        if not len(pairs):
-            return
         rows = np.arange(len(pairs))
         r = ub.block(len(pairs))
         ub.add(r + rows, cols.xr + pairs, 1.0)
@@ -210,11 +338,48 @@ class SplitProgram:
         r = ub.block(len(pairs))
         ub.add(r + rows, cols.xr + pairs, 1.0)
         ub.add(r + rows, cols.rerun + producer, -1.0)
-        kernels = np.unique(producer)
-        r = ub.block(1, -self.compute_before[-1] / self.unit_seconds)
+        self._dead_input_rows(ub, pairs)
+        kernels = np.arange(self.liveness.n_kernels)
+        r = ub.block(1)
         ub.add(np.full(len(kernels), r), cols.rerun + kernels,
                self.kernel_seconds[kernels] / self.unit_seconds)
-        ub.add(np.array([r]), cols.z, -1.0)
+        ub.add(np.array([r, r]), np.array([cols.end + self.liveness.n_kernels, cols.z]),
+               np.array([1.0, -1.0]))
+
+    def _dead_input_rows(self, ub: Rows, pairs: IntArray) -> None:
+        """A rerun reads each input in the fastest pool at its boundary, which an input no
+        longer live there can only be as the output of an earlier rerun at the same
+        boundary: a tensor dropped at kernel ``k`` is restored after ``k``, so every input
+        of its producer last live before ``k`` is rewritten then by a rerun of a kernel
+        writing it (of none: the tensor cannot be dropped there), and so on back through
+        inputs with one writer (:data:`RERUN_CHAIN_DEPTH` kernels at most)."""
+        p, cols, live = self.pairs, self.cols, self.liveness
+        kernel = p.over[p.row]
+        entry = live.entry_kernels()
+        reads = np.asarray(live.kernel_reads, dtype=bool)
+        writes = np.asarray(live.kernel_writes, dtype=bool)
+        order = np.argsort(live.kernel_tensors[writes], kind="stable")
+        writer_tensor = live.kernel_tensors[writes][order]
+        writer_kernel = entry[writes][order]
+        row_pair: list[IntArray] = []
+        row_writers: list[IntArray] = []
+        for t in np.unique(p.tensor[pairs]).tolist():
+            mine = pairs[p.tensor[pairs] == t]
+            for writers, after in _chain_needs(int(live.producer[t]), live, reads,
+                                               writer_tensor, writer_kernel):
+                needing = mine[kernel[mine] > after]
+                for pair in needing.tolist():
+                    row_pair.append(np.full(max(len(writers), 1), pair))
+                    row_writers.append(writers if len(writers) else np.array([-1]))
+        if not row_pair:
+            return
+        r = ub.block(len(row_pair))
+        counts = np.array([len(w) for w in row_writers])
+        rows = np.repeat(np.arange(len(row_pair)), counts)
+        pair_of, writer = np.concatenate(row_pair), np.concatenate(row_writers)
+        ub.add(r + np.arange(len(row_pair)), cols.xr + pair_of[np.cumsum(counts) - 1], 1.0)
+        real = writer >= 0
+        ub.add(r + rows[real], cols.rerun + writer[real], -1.0)
 
     def _crossing_rows(self, eq: Rows) -> None:
         """``out_by[j] - out_by[j-1]``: the bytes out first needed at row ``j``;
@@ -241,18 +406,23 @@ class SplitProgram:
         cols = self.cols
         bounds = np.zeros((cols.n_cols, 2))
         bounds[:, 1] = np.inf
-        bounds[: 3 * cols.n_pairs, 1] = 1.0
+        bounds[: 4 * cols.n_pairs, 1] = 1.0
         # only a droppable tensor's pairs with a read ahead may be dropped, and not at a
         # kernel that reads or writes it (it is then in some pool); reruns are 0..1
         bounds[cols.xr: cols.xr + cols.n_pairs, 1] = (
             self.droppable[self.pairs.tensor] & self.pairs.ahead & ~self._used_there()
         ).astype(np.float64)
-        bounds[cols.rerun: cols.n_cols, 1] = 1.0
+        bounds[cols.rerun: cols.window_out, 1] = 1.0
         # after the last read nothing needs to come back
         bounds[cols.d + np.arange(cols.n_pairs)[~self.pairs.ahead], 1] = 0.0
-        bounds[cols.before: cols.before + cols.n_splits, 0] = (self.compute_before
-                                                               / self.unit_seconds)
-        bounds[cols.after: cols.after + cols.n_splits, 0] = self.compute_after / self.unit_seconds
+        bounds[cols.e + np.arange(cols.n_pairs)[~self.pairs.ahead], 1] = 0.0
+        bounds[cols.end, 1] = 0.0  # the step starts at 0
+        n, width = self.liveness.n_kernels, self.window_kernels
+        if width:
+            _, o = np.divmod(np.arange(n * width), width)
+            unreal = np.flatnonzero(np.arange(n * width) // width + o >= n)
+            bounds[cols.window_out + unreal, 1] = 0.0
+            bounds[cols.window_in + unreal, 1] = 0.0
         return bounds
 
     def _used_there(self) -> BoolArray:
@@ -270,6 +440,42 @@ class SplitProgram:
         sides = (side_seconds(out_nbytes[done], self.compute_before, self.rate_out)
                  + side_seconds(in_nbytes[done], self.compute_after, self.rate_in))
         return int(self.splits[sides.argmax()])
+
+
+RERUN_CHAIN_DEPTH = 16
+"""How many kernels back :meth:`SplitProgram._dead_input_rows` follows a chain of reruns;
+fewer rows only weaken the bound."""
+
+
+def _chain_needs(producer: int, live: Liveness, reads: BoolArray, writer_tensor: IntArray,
+                 writer_kernel: IntArray) -> list[tuple[IntArray, int]]:
+    """What restoring an output of ``producer`` needs at a boundary after kernel ``k``: per
+    input found dead there, the kernels writing it (one of which reruns then) and the
+    kernel ``k`` must be after for it (the input, and each one on the way to it through
+    inputs with one writer, last live before ``k``)."""
+    needs: list[tuple[IntArray, int]] = []
+    after = {producer: -1}
+    frontier = [producer]
+    for _ in range(RERUN_CHAIN_DEPTH):
+        if not frontier:
+            break
+        nxt: list[int] = []
+        for w in frontier:
+            span = live.kernel_tensor_slice(w)
+            for u in live.kernel_tensors[span][reads[span]].tolist():
+                last = max(after[w], int(live.last[u]))
+                if last >= live.n_kernels - 1:
+                    continue
+                lo, hi = np.searchsorted(writer_tensor, [u, u + 1])
+                writers = writer_kernel[lo:hi]
+                needs.append((writers, last))
+                if len(writers) == 1:
+                    v = int(writers[0])
+                    if v not in after or after[v] > last:
+                        after[v] = last
+                        nxt.append(v)
+        frontier = nxt
+    return needs
 
 
 def side_seconds(nbytes: FloatArray, compute: FloatArray, rate: CrossingRate) -> FloatArray:
