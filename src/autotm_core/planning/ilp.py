@@ -643,7 +643,10 @@ def _answer(chain: _Chain) -> Outcome:
         return _held_outcome(chain, best)
     outcome = report
     last = report.planner.formulation
-    if not (best.source.is_search and best.source.formulation is last):
+    if (not (best.source.is_search and best.source.formulation is last)
+            or best.step_seconds < report.step_seconds):
+        # a simpler plan, or an earlier stage's of this formulation that the last stage's
+        # model could not start from (a recomputing model's restrictions)
         outcome = _kept(chain, report, best)
     notes = [n for n in (outcome.note, *chain.notes) if n]
     solve = outcome.solve
@@ -661,7 +664,11 @@ def _kept(chain: _Chain, report: Outcome, best: Held) -> Outcome:
     asked = chain.formulation
     source = best.source.describe(asked)
     stage = report.planner.name
-    if best.source.is_search:
+    if best.source.is_search and best.source.formulation is asked:
+        note = (f"the {stage} search's plan ({report.step_seconds:.6g} s) is slower than "
+                f"the plan an earlier {asked.value} stage found ({best.step_seconds:.6g} s), "
+                "which is returned")
+    elif best.source.is_search:
         simpler = best.source.formulation.value if best.source.formulation else stage
         own = report.solve.objective_seconds if report.solve is not None else None
         against = ("" if own is None or own == best.step_seconds
