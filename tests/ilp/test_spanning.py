@@ -49,3 +49,27 @@ def test_spanning_copies_price_at_the_simulator_and_never_lose(
     *_, one_kernel_objective, one_kernel = _solve(layers, system_name, share, spans=False)
     assert not any(m.spans_kernels for m in one_kernel.moves)
     assert objective <= one_kernel_objective * (1 + 1e-7)
+
+
+@pytest.mark.highs
+def test_an_edge_copying_into_two_pools_over_one_channel_is_one_coefficient() -> None:
+    """On ``hbm-dram-cxl`` every link shares one engine, so an asynchronous edge that
+    copies a tensor into DRAM and CXL at once loads it twice. The flight rows named the
+    edge once per copy, and HiGHS refuses a row naming a column twice ("duplicate
+    entries"): ``example:cnn`` at 3:1 raised SolverError asynchronously. Now one
+    coefficient carries both copies' seconds, and the plan is priced as simulated."""
+    import numpy as np
+
+    from autotm_core.planning import PlanSettings, load_problem, plan
+
+    problem = load_problem("example:cnn", "hbm-dram-cxl", limit="3:1")
+    index = build_program(problem.graph, problem.costs, problem.limited_system,
+                          options=FormulationOptions(formulation=Formulation.ASYNCHRONOUS))
+    start, cols, _ = index.lp.csr()
+    rows = np.repeat(np.arange(index.lp.n_rows, dtype=np.int64), np.diff(start))
+    keys = rows * index.lp.n_vars + cols
+    assert len(np.unique(keys)) == len(keys)
+    settings = PlanSettings(time_limit_seconds=10, recompute=False, addresses=False)
+    asynchronous = plan(problem, "asynchronous", settings)
+    assert asynchronous.solve is not None and asynchronous.source == "ilp"
+    assert asynchronous.step_seconds <= plan(problem, "synchronous", settings).step_seconds

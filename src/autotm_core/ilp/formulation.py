@@ -665,9 +665,13 @@ class _Builder:
         shares fitting the kernels' times is a schedule the stream meets, so the kernel
         times priced are never below the simulator's."""
         lp = self.lp
-        by_kernel: dict[int, list[tuple[int, float]]] = {}
+        # an edge copying into two pools over links of one channel is listed once per copy:
+        # both load the channel, one coefficient for the edge (a solver refuses a row
+        # naming a column twice)
+        by_kernel: dict[int, dict[int, float]] = {}
         for var, seconds, j in copies:
-            by_kernel.setdefault(j, []).append((var, seconds))
+            issued = by_kernel.setdefault(j, {})
+            issued[var] = issued.get(var, 0.0) + seconds
         if evicting:
             order = list(range(max(by_kernel), kernel - 1, -1))  # reverse time, to the boundary
         else:
@@ -678,7 +682,7 @@ class _Builder:
             self.record((FLIGHT, kernel, -1, -1, -1, 0))
             self.async_load[k].setdefault(channel, []).append((share, 1.0))
             cols, coefs = [share], [1.0]
-            for var, seconds in by_kernel.get(k, ()):
+            for var, seconds in by_kernel.get(k, {}).items():
                 cols.append(var)
                 coefs.append(-seconds)
             if previous is not None:
