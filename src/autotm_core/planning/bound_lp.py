@@ -204,8 +204,8 @@ class SplitProgram:
         ub.add(r + np.arange(len(chained)), e + chained, -1.0)
 
     def _end_rows(self, ub: Rows) -> None:
-        """Kernel ``k`` ends at least its least time after kernel ``k - 1``, and the step
-        after the last kernel."""
+        """Kernel ``k`` ends at least its least time after kernel ``k - 1`` (the step lasts
+        the last kernel's end and the reruns: :meth:`_rerun_rows`)."""
         cols, n = self.cols, self.liveness.n_kernels
         k = np.arange(n)
         r = ub.block(n, -self.kernel_seconds / self.unit_seconds)
@@ -326,8 +326,9 @@ class SplitProgram:
         return a[ok] * width + (b - a)[ok], first[ok], size[t[ok]]
 
     def _rerun_rows(self, ub: Rows) -> None:
-        """The dropped part of a pair is at most the pair's ``x`` and at most its producer's
-        rerun; the step is at least the whole compute plus the reruns' least times."""
+        """The dropped part of a pair is at most the pair's ``x``, at most its producer's
+        rerun and at most the reruns its producer's inputs need (:meth:`_dead_input_rows`);
+        the step is at least the last kernel's end plus the reruns' least times."""
         p, cols = self.pairs, self.cols
         pairs = np.flatnonzero(self.droppable[p.tensor] & p.ahead)
         rows = np.arange(len(pairs))
