@@ -33,6 +33,7 @@ import json
 import math
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -302,7 +303,15 @@ def compare(old_path: Path, new_path: Path, tolerance: float) -> int:
     return 1 if flagged else 0
 
 
+def _exit_on_terminate(signum: int, frame: object) -> None:
+    """SIGTERM ends the script as Ctrl-C would: the running case's process is killed too
+    (``subprocess.run`` kills its child when an exception interrupts it), where it was left
+    running, holding a core (an untimed asynchronous case ran on for 15 minutes)."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_terminate)
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0] + " Run the cases and write their figures "
         "(-o FILE), or compare two such files (--compare OLD NEW).",
