@@ -197,7 +197,9 @@ class SplitProgram:
         ub.add(r + np.arange(len(read)), x + read, 1.0)
         ub.add(r + np.arange(len(read)), cols.xr + read, -1.0)
         ub.add(r + np.arange(len(read)), e + read, -1.0)
-        gap = self._gaps()
+        # per pair, the reads before it in key order: two pairs of a tensor have the same
+        # count exactly when no read of it falls between them (the earlier one's included)
+        gap = np.searchsorted(self._read_keys()[2], self._pair_keys(), side="left")
         chained = p.follows[p.ahead[p.follows + 1] & (gap[p.follows] == gap[p.follows + 1])]
         r = ub.block(len(chained))
         ub.add(r + np.arange(len(chained)), e + chained + 1, 1.0)
@@ -258,13 +260,14 @@ class SplitProgram:
         ub.add(r + np.arange(len(w)), cols.window_out + w, -1.0)
         longer = np.flatnonzero(b > a)
         ub.add(r + longer, cols.window_out + w[longer] + width - 1, 1.0)
-        window, pair, nbytes = self._produced_terms()
+        keys = self._pair_keys()
+        window, pair, nbytes = self._produced_terms(keys)
         ub.add(r + np.searchsorted(w, window), cols.c + pair, nbytes)
         # window_in[a..b] >= window_in[a..b-1] + the reads at b after being outside
         r = ub.block(len(w))
         ub.add(r + np.arange(len(w)), cols.window_in + w, -1.0)
         ub.add(r + longer, cols.window_in + w[longer] - 1, 1.0)
-        window, pair, nbytes = self._read_terms()
+        window, pair, nbytes = self._read_terms(keys)
         ub.add(r + np.searchsorted(w, window), cols.e + pair, nbytes)
 
     def _pair_keys(self) -> IntArray:
@@ -283,16 +286,10 @@ class SplitProgram:
         key = np.sort(tensor[keep] * (n + 1) + kernel[keep])
         return key // (n + 1), key % (n + 1), key
 
-    def _gaps(self) -> IntArray:
-        """Per pair, how many reads of all tensors come before it in key order: two pairs
-        of a tensor have the same value exactly when no read of it falls between them
-        (the earlier pair's kernel included)."""
-        return np.searchsorted(self._read_keys()[2], self._pair_keys(), side="left")
-
-    def _produced_terms(self) -> tuple[IntArray, IntArray, FloatArray]:
+    def _produced_terms(self, keys: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
         """``window_out``'s terms: per window ``a..b`` and tensor produced at ``a`` with a
-        pair by ``b``, its last such pair and its size in units."""
-        n, width, keys = self.liveness.n_kernels, self.window_kernels, self._pair_keys()
+        pair by ``b``, its last such pair and its size in units (``keys``: the pairs')."""
+        n, width = self.liveness.n_kernels, self.window_kernels
         _, out_size = self.sizes()
         tensor = np.unique(self.pairs.tensor)
         tensor = tensor[self.liveness.producer[tensor] >= 0]
@@ -305,11 +302,11 @@ class SplitProgram:
         ok[ok] &= self.pairs.tensor[last[ok]] == t[ok]
         return a[ok] * width + (b - a)[ok], last[ok], out_size[t[ok]]
 
-    def _read_terms(self) -> tuple[IntArray, IntArray, FloatArray]:
+    def _read_terms(self, keys: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
         """``window_in``'s terms: per window ``a..b`` and read of a tensor at ``b``, the
         first pair of the tensor from kernel ``a - 1`` on after its read before, if it is
-        no later than ``b``, and the tensor's size in units."""
-        n, width, keys = self.liveness.n_kernels, self.window_kernels, self._pair_keys()
+        no later than ``b``, and the tensor's size in units (``keys``: the pairs')."""
+        n, width = self.liveness.n_kernels, self.window_kernels
         size, _ = self.sizes()
         tensor, kernel, _ = self._read_keys()
         before = np.full(len(tensor), -1, dtype=np.int64)
@@ -362,25 +359,22 @@ class SplitProgram:
         order = np.argsort(live.kernel_tensors[writes], kind="stable")
         writer_tensor = live.kernel_tensors[writes][order]
         writer_kernel = entry[writes][order]
-        row_pair: list[IntArray] = []
-        row_writers: list[IntArray] = []
+        needs: dict[int, list[tuple[IntArray, int]]] = {}  # by producer: outputs share them
         for t in np.unique(p.tensor[pairs]).tolist():
+            producer = int(live.producer[t])
+            if producer not in needs:
+                needs[producer] = _chain_needs(producer, live, reads, writer_tensor,
+                                               writer_kernel)
             mine = pairs[p.tensor[pairs] == t]
-            for writers, after in _chain_needs(int(live.producer[t]), live, reads,
-                                               writer_tensor, writer_kernel):
+            for writers, after in needs[producer]:
                 needing = mine[kernel[mine] > after]
-                for pair in needing.tolist():
-                    row_pair.append(np.full(max(len(writers), 1), pair))
-                    row_writers.append(writers if len(writers) else np.array([-1]))
-        if not row_pair:
-            return
-        r = ub.block(len(row_pair))
-        counts = np.array([len(w) for w in row_writers])
-        rows = np.repeat(np.arange(len(row_pair)), counts)
-        pair_of, writer = np.concatenate(row_pair), np.concatenate(row_writers)
-        ub.add(r + np.arange(len(row_pair)), cols.xr + pair_of[np.cumsum(counts) - 1], 1.0)
-        real = writer >= 0
-        ub.add(r + rows[real], cols.rerun + writer[real], -1.0)
+                if not len(needing):
+                    continue
+                # xr[pair] <= the sum of the writers' reruns (0 with none)
+                r = ub.block(len(needing)) + np.arange(len(needing))
+                ub.add(r, cols.xr + needing, 1.0)
+                ub.add(np.repeat(r, len(writers)), np.tile(cols.rerun + writers, len(needing)),
+                       -1.0)
 
     def _crossing_rows(self, eq: Rows) -> None:
         """``out_by[j] - out_by[j-1]``: the bytes out first needed at row ``j``;
