@@ -96,6 +96,19 @@ def test_physical_bound_on_request(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*point, "--physical-bound"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "of it" in text and "physical bound" in text and "this plan" in text
+    # with seconds of branch and bound on it: no lower, and still no plan beats it
+    integral = _json([*point, "--physical-bound-seconds", "5", "--json"],
+                     capsys)["physical_bound"]
+    assert bound["seconds"] * (1 - 1e-9) <= integral["seconds"] <= facts["step_seconds"]
+
+
+@pytest.mark.parametrize("seconds", ["-1", "inf", "soon"])
+def test_physical_bound_seconds_must_be_a_finite_number(
+        seconds: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*SMALL, "--ratio", "4:1", "--physical-bound-seconds", seconds])
+    assert exit_.value.code == 2
+    assert "--physical-bound-seconds" in capsys.readouterr().err
 
 
 def test_exactly_fitting_one_byte_short_and_impossible(capsys: pytest.CaptureFixture[str]) -> None:

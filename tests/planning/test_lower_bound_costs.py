@@ -76,14 +76,15 @@ def system_of(name: str) -> MemorySystem:
 
 
 def assert_bound_holds(plan_: Plan, graph: Graph, system: MemorySystem, costs: KernelCosts,
-                       *, recompute: bool) -> None:
+                       *, recompute: bool, integral_seconds: float = 0.0) -> None:
     """The plan, under a limit of its own fastest-pool peak (so it fits), is no faster than
-    the bound at that limit."""
+    the bound at that limit (with ``integral_seconds`` of its integral program)."""
     check_plan(plan_, graph, system)
     simulation = simulate(plan_, graph, system, costs)
     peak = int(simulation.pool_nbytes[0].max())
     problem = Problem(graph=graph, system=system, costs=costs, limit=str(peak))
-    bound = physical_lower_bound(problem, recompute=recompute)
+    bound = physical_lower_bound(problem, recompute=recompute,
+                                 integral_seconds=integral_seconds)
     assert simulation.step_seconds >= bound.seconds * (1 - 1e-7), (
         f"{simulation.step_seconds} < {bound}")
 
@@ -122,6 +123,28 @@ def test_no_random_spanning_plan_beats_the_bound(layers: int, base_nbytes: int,
              else measured(graph, len(system.pools), TABLES[costs_name], seed))
     assert_bound_holds(any_configs(plan_, graph, system, rng), graph, system, costs,
                        recompute=False)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 3), st.sampled_from([4096, 1 << 20]), st.sampled_from(SYSTEMS),
+       st.sampled_from(["roofline", *TABLES]), st.integers(0, 2), st.integers(0, 2**32 - 1))
+def test_no_random_plan_beats_the_integral_bound(layers: int, base_nbytes: int,
+                                                 system_name: str, costs_name: str, kind: int,
+                                                 seed: int) -> None:
+    """With the big tensors' columns integral (each a plan's own point takes whole), the
+    bound still holds for random plans, spanning plans and plans with reruns."""
+    graph, system = chain(layers, base_nbytes), system_of(system_name)
+    rng = np.random.default_rng(seed)
+    if kind == 0:
+        plan_ = random_plan(graph, system, seed, move_rate=0.5)
+    elif kind == 1:
+        plan_ = random_spanning_plan(graph, system, seed, move_rate=0.5, max_span=4)
+    else:
+        plan_ = random_plan_with_reruns(graph, system, seed)
+    costs = (resolve_costs(graph, system) if costs_name == "roofline"
+             else measured(graph, len(system.pools), TABLES[costs_name], seed))
+    assert_bound_holds(any_configs(plan_, graph, system, rng), graph, system, costs,
+                       recompute=kind == 2, integral_seconds=5.0)
 
 
 def test_a_slower_pool_with_a_lower_latency_is_not_beaten() -> None:

@@ -8,6 +8,7 @@ A command adds what it takes (``add_graph``, ``add_system``, ``add_limit``,
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +85,18 @@ def count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative; give 0 or more")
+    return value
+
+
+def seconds(text: str) -> float:
+    """An ``argparse`` type: a finite number of seconds >= 0 (else a usage error naming the
+    option)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{value} seconds: give a finite number, 0 or more")
     return value
 
 

@@ -23,6 +23,7 @@ from autotm_core.cli.options import (
     add_output,
     add_point,
     add_top,
+    seconds,
 )
 
 DESCRIPTION = """\
@@ -56,6 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also report the physical lower bound no plan of any formulation "
                         "beats, and this plan's distance to it (an LP: seconds to tens of "
                         "seconds on large networks)")
+    parser.add_argument("--physical-bound-seconds", type=seconds, default=None,
+                        metavar="SECONDS",
+                        help="--physical-bound, raised by up to SECONDS of branch and bound "
+                        "on its LP with the big tensors whole (the integral bound)")
     add_output(parser)
     add_top(parser)
     add_json(parser)
@@ -83,11 +88,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         comparisons: Sequence[Comparison] = compare_baselines(
             problem, addresses=outcome.plan.has_offsets)
         physical = None
-        if args.physical_bound:
+        if args.physical_bound or args.physical_bound_seconds is not None:
             from autotm_core.planning.lower_bound import physical_lower_bound
 
             status.update("computing the physical lower bound")
-            physical = physical_lower_bound(problem, recompute=settings.recompute)
+            physical = physical_lower_bound(problem, recompute=settings.recompute,
+                                            integral_seconds=args.physical_bound_seconds or 0.0)
     status_code = 0
     facts = solve_facts(outcome, comparisons, top=max(0, args.top), physical=physical)
     if args.output:

@@ -152,6 +152,17 @@ def crossing_rates(system: MemorySystem, costs: KernelCosts,
     return rates[0], rates[1]
 
 
+def touch_rate(system: MemorySystem, costs: KernelCosts, liveness: Liveness) -> float:
+    """The most bytes a kernel touches outside the fastest pool (reads and writes together,
+    in any other pool) per second of its time, over every kernel and configuration the
+    costs allow (infinite when some configuration touching such bytes takes no time)."""
+    remote = np.ones(len(system.pools), dtype=bool)
+    remote[0] = False
+    touched = np.asarray(liveness.kernel_reads, dtype=bool) | np.asarray(liveness.kernel_writes,
+                                                                         dtype=bool)
+    return _access_rate(costs, liveness, remote, touched) if remote.any() else 0.0
+
+
 def _access_rate(costs: KernelCosts, liveness: Liveness, remote: BoolArray,
                  accessed: BoolArray) -> float:
     """The most bytes of the ``remote`` pools a kernel touches (its ``accessed`` entries)
@@ -194,4 +205,4 @@ def _separable_access_rate(costs: SeparableCosts, nbytes: FloatArray,
     return float(per_kernel.max()) if len(per_kernel) else 0.0
 
 
-__all__ = ["EXACT_CONFIGS", "CrossingRate", "crossing_rates", "least_seconds"]
+__all__ = ["EXACT_CONFIGS", "CrossingRate", "crossing_rates", "least_seconds", "touch_rate"]

@@ -66,6 +66,35 @@ step is the last kernel's end. So crossings one kernel forces and the next canno
 out) add up where the splits saw only the whole step's bytes: its bound keeping and moving
 rose from 466.4 to 533.0 ms.
 
+**Each kernel's own operands.** Three more facts bound a kernel's stretch (from the end of
+the kernel before to its end):
+
+- a kernel reads and writes each tensor it uses where the tensor is, so one holding no
+  bytes in the fastest pool during it is touched in another pool, and no configuration
+  its costs allow touches more such bytes per second of its time than
+  :func:`~.bound_rates.touch_rate` (reads and writes together): it lasts at least its
+  outside operands' bytes over that rate;
+- no copy overlaps a kernel writing its tensor (the copy would race the write), so a tensor
+  its producer writes into the fastest pool that holds no bytes there during the next
+  kernel (and is not dropped) left by a blocking copy at the boundary, which holds the step
+  before the next kernel runs;
+- a tensor holding no bytes in the fastest pool during kernel ``k - 1`` (and not dropped)
+  that holds some during ``k``, which reads it and does not write it, is being copied in
+  from the boundary (a copy holds its destination from issue): either ``k`` starts after
+  that copy (a blocking copy, or ``k`` waiting for the copy it reads), or ``k`` reads it in
+  another pool while the copy moves it, and its bytes cross in twice between the end of
+  ``k - 1`` and the end of its next read (which reads the copy, or another pool again).
+
+**The integral bound.** In a plan's own point every ``x``, ``xr``, the crossings' maxima,
+each rerun and each of the three facts' choices is 0 or 1 (a tensor holds bytes in the
+fastest pool during a kernel or none). With ``integral_seconds``, branch and bound on the
+LP with those columns integral for every tensor of at least
+:data:`~.bound_lp.INTEGRAL_FRACTION` of the largest excess proves a larger bound, valid
+whenever it stops (HiGHS's proven dual bound, never its incumbent): where tensors are as
+large as the fastest pool, the LP's fractions (1.25 of VGG-19's 1.5 GiB activations in
+1.92 GiB of HBM) hide crossings whole tensors must make. VGG-19 b128 on ``gpu-h200`` at
+4:1, recomputing: 473.3 ms from the LP, 509.4 ms integral (181 s).
+
 With ``x[t, k]`` the fraction of tensor ``t`` outside the fastest pool at kernel ``k``
 (over-capacity kernels only), the bytes out by kernel ``k`` are at least
 ``max(x[t, k'] for k' <= k)`` and the bytes in from ``k`` on at least
@@ -108,7 +137,7 @@ import numpy as np
 from autotm_core.arrays import BoolArray, FloatArray, IntArray
 from autotm_core.ir.liveness import Liveness
 from autotm_core.planning.bound_lp import NO_EXCESS, Pairs, SplitProgram
-from autotm_core.planning.bound_rates import CrossingRate, crossing_rates, least_seconds
+from autotm_core.planning.bound_rates import CrossingRate, crossing_rates, least_seconds, touch_rate
 from autotm_core.planning.problem import Problem
 
 
@@ -136,9 +165,12 @@ class LowerBound:
         return max(self.compute_seconds, self.traffic_seconds)
 
 
-def physical_lower_bound(problem: Problem, *, recompute: bool = False) -> LowerBound:
+def physical_lower_bound(problem: Problem, *, recompute: bool = False,
+                         integral_seconds: float = 0.0) -> LowerBound:
     """The physical lower bound of ``problem`` under its limit (see the module docstring);
-    with ``recompute``, valid also for plans that recompute activations (reruns)."""
+    with ``recompute``, valid also for plans that recompute activations (reruns); with
+    ``integral_seconds``, raised by up to that long of branch and bound on the LP with the
+    big tensors' columns integral (the integral bound of the module docstring)."""
     system = problem.limited_system
     liveness = problem.graph.liveness
     capacity = system.fast.capacity_nbytes
@@ -152,7 +184,8 @@ def physical_lower_bound(problem: Problem, *, recompute: bool = False) -> LowerB
                           traffic_seconds=0.0, split_after=-1)
     droppable = problem.graph.recompute.recomputable if recompute else None
     seconds, split_after = _least_split(liveness, capacity, rate_in, rate_out, least,
-                                        droppable)
+                                        droppable, touch_rate(system, problem.costs, liveness),
+                                        integral_seconds=integral_seconds)
     return LowerBound(compute_seconds=compute, rate_in=rate_in, rate_out=rate_out,
                       traffic_seconds=seconds, split_after=split_after)
 
@@ -178,7 +211,9 @@ one."""
 def _least_split(liveness: Liveness, capacity: int, rate_in: CrossingRate,
                  rate_out: CrossingRate,
                  kernel_seconds: FloatArray,
-                 droppable: BoolArray | None = None) -> tuple[float, int]:
+                 droppable: BoolArray | None = None,
+                 touch_bytes_per_second: float = float("inf"), *,
+                 integral_seconds: float = 0.0) -> tuple[float, int]:
     """The LP of the module docstring: the least largest split's seconds, and the kernel
     after which it falls (0 seconds without an excess)."""
     n_kernels = liveness.n_kernels
@@ -200,8 +235,9 @@ def _least_split(liveness: Liveness, capacity: int, rate_in: CrossingRate,
         rate_in=rate_in, rate_out=rate_out, unit_nbytes=unit_nbytes, unit_seconds=unit_seconds,
         compute_before=compute_before, kernel_seconds=kernel_seconds,
         droppable=np.zeros(len(liveness.nbytes), dtype=bool) if droppable is None
-        else droppable, window_kernels=min(n_kernels, MAX_LP_WINDOWS // n_kernels))
-    return program.solve()
+        else droppable, window_kernels=min(n_kernels, MAX_LP_WINDOWS // n_kernels),
+        touch_bytes_per_second=touch_bytes_per_second)
+    return program.solve(integral_seconds)
 
 
 def _small_tensors(liveness: Liveness, unit_nbytes: float) -> BoolArray:
