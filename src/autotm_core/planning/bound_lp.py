@@ -626,9 +626,9 @@ INTEGRAL_FRACTION = 0.05
 """The tensors whose columns the integral program of :meth:`SplitProgram._integral_bound`
 keeps integral: those of at least this fraction of the largest excess (the unit of bytes).
 On VGG-19 b128 at 4:1 on gpu-h200 (recomputing) 0.05 made 2,596 integral columns whose
-program HiGHS solved to optimality in 181 s (509.4 ms); at 0.01 its proven bound after
-300 s was lower (500.3 ms with only ``x``, ``xr`` and the reruns integral, which at 0.05
-gave 502.4 ms in 73 s)."""
+program HiGHS solved to optimality in 181 s (509.4 ms); at 0.01, without ``c``, ``d`` and
+``e`` integral, its proven bound after 300 s was lower (500.3 ms), and at 0.05 with only
+``x``, ``xr`` and the reruns integral it was 502.4 ms in 73 s."""
 
 RERUN_CHAIN_DEPTH = 16
 """How many kernels back :meth:`SplitProgram._dead_input_rows` follows a chain of reruns;
