@@ -52,6 +52,20 @@ class Refetches(NamedTuple):
     size: FloatArray
 
 
+class Arrivals(NamedTuple):
+    """The reads :meth:`SplitProgram._arrival_rows` covers, at a kernel ``k`` not writing the
+    tensor, which has a pair there: per read, that ``pair`` and the tensor's ``size`` in
+    units; per window ``a..k-1`` of such a read (at most :data:`ARRIVAL_KERNELS` kernels), its
+    ``read``, its ``window`` (index ``a * width + (k - 1 - a)``) and ``first``, the
+    tensor's first pair from kernel ``a - 1`` on after its read before."""
+
+    pair: IntArray
+    size: FloatArray
+    read: IntArray
+    window: IntArray
+    first: IntArray
+
+
 class Columns(NamedTuple):
     """Where each group of the LP's columns begins, for ``n_pairs`` pairs, ``n_rows`` rows,
     ``n_splits`` splits (``b = -1 .. n-1``) and ``n_windows`` windows: ``x`` (outside),
@@ -64,7 +78,9 @@ class Columns(NamedTuple):
     whose kernel produces its tensor, with a pair at the next kernel: the part moved out by a
     blocking copy at the boundary after it (:meth:`SplitProgram._born_fast_rows`); ``wait``
     and ``twice`` per read of a tensor outside at the kernel before
-    (:meth:`SplitProgram._refetch_rows`)."""
+    (:meth:`SplitProgram._refetch_rows`); ``source`` and ``late`` per read of a tensor
+    with a pair at its kernel, and ``arrive`` per such read and window ending just before it
+    (:meth:`SplitProgram._arrival_rows`)."""
 
     n_pairs: int
     n_rows: int
@@ -72,6 +88,8 @@ class Columns(NamedTuple):
     n_windows: int
     n_births: int
     n_refetches: int
+    n_arriving: int
+    n_arrivals: int
     x: int
     c: int
     d: int
@@ -87,11 +105,15 @@ class Columns(NamedTuple):
     evict: int
     wait: int
     twice: int
+    source: int
+    late: int
+    arrive: int
     n_cols: int
 
     @classmethod
     def of(cls, n_pairs: int, n_rows: int, n_splits: int, n_windows: int,
-           n_births: int = 0, n_refetches: int = 0) -> Columns:
+           n_births: int = 0, n_refetches: int = 0, n_arriving: int = 0,
+           n_arrivals: int = 0) -> Columns:
         """The layout: the groups in the order above, each after the one before."""
         end = 4 * n_pairs + 2 * n_rows
         z = end + n_splits
@@ -99,11 +121,14 @@ class Columns(NamedTuple):
         window_out = rerun + n_splits - 1
         evict = window_out + 2 * n_windows
         wait = evict + n_births
-        return cls(n_pairs, n_rows, n_splits, n_windows, n_births, n_refetches, x=0,
-                   c=n_pairs, d=2 * n_pairs, e=3 * n_pairs, out_by=4 * n_pairs,
-                   in_from=4 * n_pairs + n_rows, end=end, z=z, xr=z + 1, rerun=rerun,
-                   window_out=window_out, window_in=window_out + n_windows, evict=evict,
-                   wait=wait, twice=wait + n_refetches, n_cols=wait + 2 * n_refetches)
+        source = wait + 2 * n_refetches
+        return cls(n_pairs, n_rows, n_splits, n_windows, n_births, n_refetches, n_arriving,
+                   n_arrivals, x=0, c=n_pairs, d=2 * n_pairs, e=3 * n_pairs,
+                   out_by=4 * n_pairs, in_from=4 * n_pairs + n_rows, end=end, z=z, xr=z + 1,
+                   rerun=rerun, window_out=window_out, window_in=window_out + n_windows,
+                   evict=evict, wait=wait, twice=wait + n_refetches, source=source,
+                   late=source + n_arriving, arrive=source + 2 * n_arriving,
+                   n_cols=source + 2 * n_arriving + n_arrivals)
 
 
 @attrs.frozen(kw_only=True)
@@ -137,7 +162,8 @@ class SplitProgram:
         n = self.liveness.n_kernels
         return Columns.of(len(self.pairs.tensor), len(self.pairs.over), n + 1,
                           n * self.window_kernels, len(self.births),
-                          len(self.refetches.pair))
+                          len(self.refetches.pair), len(self.arrivals.pair),
+                          len(self.arrivals.read))
 
     @property
     def compute_after(self) -> FloatArray:
@@ -175,6 +201,7 @@ class SplitProgram:
         self._touch_rows(ub)
         self._born_fast_rows(ub)
         self._refetch_rows(ub)
+        self._arrival_rows(ub)
         self._split_rows(ub)
         self._window_rows(ub)
         self._rerun_rows(ub)
@@ -218,7 +245,7 @@ class SplitProgram:
         for first in (cols.x, cols.xr, cols.c, cols.d, cols.e):
             integral[first + big] = 1
         integral[cols.rerun: cols.window_out] = 1
-        integral[cols.evict:] = 1
+        integral[cols.evict: cols.arrive] = 1
         constraints = [LinearConstraint(upper[0], -np.inf, upper[1]),
                        LinearConstraint(equal[0], equal[1], equal[1])]
         solved = milp(cost, integrality=integral, bounds=Bounds(bounds[:, 0], bounds[:, 1]),
@@ -288,6 +315,11 @@ class SplitProgram:
             size, _ = self.sizes()
             ub.add(r + p.over[p.row[births]] + 1, cols.evict + np.arange(len(births)),
                    size[p.tensor[births]] * self.unit_nbytes / rate / self.unit_seconds)
+        # a kernel starting after what it reads finishes arriving (a blocking copy or a wait)
+        arrivals = self.arrivals
+        ub.add(r + p.over[p.row[arrivals.pair]], cols.late + np.arange(len(arrivals.pair)),
+               arrivals.size * self.unit_nbytes / self.rate_in.bytes_per_second
+               / self.unit_seconds)
         # a kernel starting after a copy of what it reads, issued at the boundary before it
         refetch = self.refetches
         ub.add(r + p.over[p.row[refetch.pair]], cols.wait + np.arange(len(refetch.pair)),
@@ -315,6 +347,11 @@ class SplitProgram:
                size[p.tensor[pairs]] * self.unit_nbytes / touch / self.unit_seconds)
         ub.add(r + np.arange(len(kernels)), cols.end + kernels, 1.0)
         ub.add(r + np.arange(len(kernels)), cols.end + kernels + 1, -1.0)
+        # ... and what it reads in the pool an arriving copy comes from
+        arrivals = self.arrivals
+        ub.add(r + np.searchsorted(kernels, p.over[p.row[arrivals.pair]]),
+               cols.source + np.arange(len(arrivals.pair)),
+               arrivals.size * self.unit_nbytes / touch / self.unit_seconds)
 
     def _born_fast_rows(self, ub: Rows) -> None:
         """A tensor its producer writes into the fastest pool (holding bytes there during
@@ -349,6 +386,74 @@ class SplitProgram:
         ub.add(r + rows, cols.x + refetch.pair, -1.0)
         ub.add(r + rows, cols.wait + rows, -1.0)
         ub.add(r + rows, cols.twice + rows, -1.0)
+
+    def _arrival_rows(self, ub: Rows) -> None:
+        """A tensor read at kernel ``k`` (which does not write it) that holds bytes in the
+        fastest pool during ``k`` but held none at a kernel from ``a - 1`` on since its read
+        before (``e`` of its first pair there, the moved part) was copied in from the boundary
+        after the last such kernel: the copy completed before ``k`` starts, its bytes
+        crossing within the window ``a..k-1`` (``arrive``); or ``k`` starts after it
+        (``late``: a blocking copy at the boundary or ``k`` waiting, whose seconds lengthen
+        ``k``'s stretch: :meth:`_end_rows`); or ``k`` reads the tensor in the pool it comes
+        from (``source``: its bytes count among what ``k`` touches outside,
+        :meth:`_touch_rows`). ``arrive >= e[first] - x[t, k] - late - source``, and each
+        window ``a..b`` lasts at least its ``window_in`` and the arrivals before reads at
+        ``b + 1`` together, with its compute."""
+        arrivals, cols = self.arrivals, self.cols
+        if not len(arrivals.read):
+            return
+        terms = np.arange(len(arrivals.read))
+        r = ub.block(len(terms))
+        ub.add(r + terms, cols.e + arrivals.first, 1.0)
+        ub.add(r + terms, cols.x + arrivals.pair[arrivals.read], -1.0)
+        ub.add(r + terms, cols.late + arrivals.read, -1.0)
+        ub.add(r + terms, cols.source + arrivals.read, -1.0)
+        ub.add(r + terms, cols.arrive + terms, -1.0)
+        width = self.window_kernels
+        windows, row = np.unique(arrivals.window, return_inverse=True)
+        a, o = np.divmod(windows, width)
+        b = a + o
+        compute = (self.compute_before[b + 1] - self.compute_before[a]) / self.unit_seconds
+        rate = self.rate_in
+        r = ub.block(len(windows), -rate.sync_excess / rate.bytes_per_second * compute)
+        scale = self.unit_nbytes / rate.bytes_per_second / self.unit_seconds
+        ub.add(r + np.arange(len(windows)), cols.window_in + windows, scale)
+        ub.add(r + row, cols.arrive + terms, arrivals.size[arrivals.read] * scale)
+        ub.add(r + np.arange(len(windows)), cols.end + b + 1, -1.0)
+        ub.add(r + np.arange(len(windows)), cols.end + a, 1.0)
+
+    @functools.cached_property
+    def arrivals(self) -> Arrivals:
+        """The reads and windows :meth:`_arrival_rows` covers."""
+        live, n, p = self.liveness, self.liveness.n_kernels, self.pairs
+        width = min(self.window_kernels, ARRIVAL_KERNELS)
+        tensor, kernel, key = self._read_keys()
+        keys = self._pair_keys()
+        empty = np.zeros(0, dtype=np.int64)
+        if not len(keys) or not len(key) or not width:
+            return Arrivals(empty, np.zeros(0), empty, empty, empty)
+        writes = np.asarray(live.kernel_writes, dtype=bool)
+        written = (live.kernel_tensors[writes].astype(np.int64) * (n + 1)
+                   + live.entry_kernels()[writes])
+        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+        ok = (keys[at] == key) & ~np.isin(key, written)
+        before = np.full(len(key), -1, dtype=np.int64)
+        same = np.flatnonzero(tensor[1:] == tensor[:-1]) + 1
+        before[same] = kernel[same - 1]
+        reads = np.flatnonzero(ok)
+        t, k, pair = tensor[reads], kernel[reads], at[reads]
+        o = np.arange(1, width + 1)
+        a = (k[:, None] - o).ravel()  # windows a..k-1
+        read = np.repeat(np.arange(len(reads)), width)
+        lo = np.maximum(a - 1, np.repeat(before[reads], width) + 1)
+        first = np.searchsorted(keys, np.repeat(t, width) * (n + 1) + lo, side="left")
+        good = (a >= 0) & (first < len(keys))
+        good[good] &= ((p.tensor[first[good]] == np.repeat(t, width)[good])
+                       & (first[good] < np.repeat(pair, width)[good]))
+        size, _ = self.sizes()
+        kk = np.repeat(k, width)
+        return Arrivals(pair, size[t], read[good],
+                        (a * self.window_kernels + (kk - 1 - a))[good], first[good])
 
     @functools.cached_property
     def refetches(self) -> Refetches:
@@ -625,10 +730,17 @@ class SplitProgram:
 INTEGRAL_FRACTION = 0.05
 """The tensors whose columns the integral program of :meth:`SplitProgram._integral_bound`
 keeps integral: those of at least this fraction of the largest excess (the unit of bytes).
-On VGG-19 b128 at 4:1 on gpu-h200 (recomputing) 0.05 made 2,596 integral columns whose
-program HiGHS solved to optimality in 181 s (509.4 ms); at 0.01, without ``c``, ``d`` and
-``e`` integral, its proven bound after 300 s was lower (500.3 ms), and at 0.05 with only
-``x``, ``xr`` and the reruns integral it was 502.4 ms in 73 s."""
+On VGG-19 b128 at 4:1 on gpu-h200 (recomputing) HiGHS solves the program at 0.05 to
+optimality in 94 s (518.6 ms). Measured before the arrival rows
+(:meth:`SplitProgram._arrival_rows`): at 0.05, 2,596 integral columns, optimal in 181 s
+(509.4 ms); at 0.01, without ``c``, ``d`` and ``e`` integral, a proven bound after 300 s
+lower than that (500.3 ms); at 0.05 with only ``x``, ``xr`` and the reruns integral,
+502.4 ms in 73 s."""
+
+ARRIVAL_KERNELS = 16
+"""How many windows before a read :meth:`SplitProgram._arrival_rows` gives the crossing of a
+tensor arriving for it (the windows ``k - 16 .. k - 1`` to ``k - 1 .. k - 1``); fewer rows
+only weaken the bound."""
 
 RERUN_CHAIN_DEPTH = 16
 """How many kernels back :meth:`SplitProgram._dead_input_rows` follows a chain of reruns;

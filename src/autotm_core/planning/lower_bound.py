@@ -66,7 +66,7 @@ step is the last kernel's end. So crossings one kernel forces and the next canno
 out) add up where the splits saw only the whole step's bytes: its bound keeping and moving
 rose from 466.4 to 533.0 ms.
 
-**Each kernel's own operands.** Three more facts bound a kernel's stretch (from the end of
+**Each kernel's own operands.** Four more facts bound a kernel's stretch (from the end of
 the kernel before to its end):
 
 - a kernel reads and writes each tensor it uses where the tensor is, so one holding no
@@ -83,7 +83,13 @@ the kernel before to its end):
   from the boundary (a copy holds its destination from issue): either ``k`` starts after
   that copy (a blocking copy, or ``k`` waiting for the copy it reads), or ``k`` reads it in
   another pool while the copy moves it, and its bytes cross in twice between the end of
-  ``k - 1`` and the end of its next read (which reads the copy, or another pool again).
+  ``k - 1`` and the end of its next read (which reads the copy, or another pool again);
+- more generally, a tensor read at ``k`` that holds bytes in the fastest pool during ``k``
+  but held none at a kernel from ``a - 1`` on since its read before was copied in after
+  that kernel: the copy completed before ``k`` starts (its bytes cross within the window
+  ``a..k-1``, beside that window's own crossings), or ``k`` starts after it (a blocking copy
+  or a wait, lengthening ``k``'s stretch), or ``k`` reads the tensor where the copy comes
+  from (among what ``k`` touches outside).
 
 **The integral bound.** In a plan's own point every ``x``, ``xr``, the crossings' maxima,
 each rerun and each of the three facts' choices is 0 or 1 (a tensor holds bytes in the
@@ -93,7 +99,7 @@ LP with those columns integral for every tensor of at least
 whenever it stops (HiGHS's proven dual bound, never its incumbent): where tensors are as
 large as the fastest pool, the LP's fractions (1.25 of VGG-19's 1.5 GiB activations in
 1.92 GiB of HBM) hide crossings whole tensors must make. VGG-19 b128 on ``gpu-h200`` at
-4:1, recomputing: 473.3 ms from the LP, 509.4 ms integral (181 s).
+4:1, recomputing: 475.7 ms from the LP, 518.6 ms integral (optimal in 94 s).
 
 With ``x[t, k]`` the fraction of tensor ``t`` outside the fastest pool at kernel ``k``
 (over-capacity kernels only), the bytes out by kernel ``k`` are at least
