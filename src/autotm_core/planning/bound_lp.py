@@ -396,7 +396,9 @@ class SplitProgram:
         (``late``: a blocking copy at the boundary or ``k`` waiting, whose seconds lengthen
         ``k``'s stretch: :meth:`_end_rows`); or ``k`` reads the tensor in the pool it comes
         from (``source``: its bytes count among what ``k`` touches outside,
-        :meth:`_touch_rows`). ``arrive >= e[first] - x[t, k] - late - source``, and each
+        :meth:`_touch_rows`). A droppable tensor may instead be restored by a rerun, so its
+        parts dropped from there to ``k`` are taken off, and its pairs must cover every kernel
+        between. ``arrive >= e[first] - x[t, k] - late - source (- xr between)``, and each
         window ``a..b`` lasts at least its ``window_in`` and the arrivals before reads at
         ``b + 1`` together, with its compute."""
         arrivals, cols = self.arrivals, self.cols
@@ -409,6 +411,11 @@ class SplitProgram:
         ub.add(r + terms, cols.late + arrivals.read, -1.0)
         ub.add(r + terms, cols.source + arrivals.read, -1.0)
         ub.add(r + terms, cols.arrive + terms, -1.0)
+        # ... less the parts dropped on the way (a rerun may restore those, no copy)
+        dropped = np.flatnonzero(self.droppable[self.pairs.tensor[arrivals.first]])
+        span = arrivals.pair[arrivals.read[dropped]] - arrivals.first[dropped]
+        ub.add(np.repeat(r + dropped, span),
+               cols.xr + np.repeat(arrivals.first[dropped], span) + ranks(span), -1.0)
         width = self.window_kernels
         windows, row = np.unique(arrivals.window, return_inverse=True)
         a, o = np.divmod(windows, width)
@@ -450,8 +457,13 @@ class SplitProgram:
         good = (a >= 0) & (first < len(keys))
         good[good] &= ((p.tensor[first[good]] == np.repeat(t, width)[good])
                        & (first[good] < np.repeat(pair, width)[good]))
-        size, _ = self.sizes()
+        # a droppable tensor's pairs must cover every kernel from there to the read (a
+        # kernel without one could be where it was dropped)
         kk = np.repeat(k, width)
+        pk = np.repeat(pair, width)
+        gapless = (pk - first) == (kk - p.over[p.row[np.minimum(first, len(keys) - 1)]])
+        good &= gapless | ~self.droppable[np.repeat(t, width)]
+        size, _ = self.sizes()
         return Arrivals(pair, size[t], read[good],
                         (a * self.window_kernels + (kk - 1 - a))[good], first[good])
 
@@ -731,7 +743,7 @@ INTEGRAL_FRACTION = 0.05
 """The tensors whose columns the integral program of :meth:`SplitProgram._integral_bound`
 keeps integral: those of at least this fraction of the largest excess (the unit of bytes).
 On VGG-19 b128 at 4:1 on gpu-h200 (recomputing) HiGHS solves the program at 0.05 to
-optimality in 94 s (518.6 ms). Measured before the arrival rows
+optimality in 90-270 s by load (518.6 ms). Measured before the arrival rows
 (:meth:`SplitProgram._arrival_rows`): at 0.05, 2,596 integral columns, optimal in 181 s
 (509.4 ms); at 0.01, without ``c``, ``d`` and ``e`` integral, a proven bound after 300 s
 lower than that (500.3 ms); at 0.05 with only ``x``, ``xr`` and the reruns integral,
@@ -778,6 +790,13 @@ def _chain_needs(producer: int, live: Liveness, reads: BoolArray, writer_tensor:
     return needs
 
 
+def ranks(span: IntArray) -> IntArray:
+    """``0, 1, ..., span[i] - 1`` for each ``i``, concatenated."""
+    total = int(span.sum())
+    starts = np.repeat(np.cumsum(span) - span, span)
+    return np.arange(total, dtype=np.int64) - starts
+
+
 def side_seconds(nbytes: FloatArray, compute: FloatArray, rate: CrossingRate) -> FloatArray:
     """The least a stretch of the step lasts that runs kernels of ``compute`` seconds at least
     and moves ``nbytes`` across at ``rate``: blocking copies add to the kernels' time, so
@@ -820,4 +839,4 @@ class Rows:
         return np.concatenate(self._rhs)
 
 
-__all__ = ["NO_EXCESS", "Columns", "Pairs", "Rows", "SplitProgram", "side_seconds"]
+__all__ = ["NO_EXCESS", "Columns", "Pairs", "Rows", "SplitProgram", "ranks", "side_seconds"]

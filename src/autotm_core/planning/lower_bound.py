@@ -89,7 +89,8 @@ the kernel before to its end):
   that kernel: the copy completed before ``k`` starts (its bytes cross within the window
   ``a..k-1``, beside that window's own crossings), or ``k`` starts after it (a blocking copy
   or a wait, lengthening ``k``'s stretch), or ``k`` reads the tensor where the copy comes
-  from (among what ``k`` touches outside).
+  from (among what ``k`` touches outside); a droppable tensor may have been restored by a
+  rerun instead, so this holds only where it was dropped nowhere in between.
 
 **The integral bound.** In a plan's own point every ``x``, ``xr``, the crossings' maxima,
 each rerun and each of the three facts' choices is 0 or 1 (a tensor holds bytes in the
@@ -99,7 +100,7 @@ LP with those columns integral for every tensor of at least
 whenever it stops (HiGHS's proven dual bound, never its incumbent): where tensors are as
 large as the fastest pool, the LP's fractions (1.25 of VGG-19's 1.5 GiB activations in
 1.92 GiB of HBM) hide crossings whole tensors must make. VGG-19 b128 on ``gpu-h200`` at
-4:1, recomputing: 475.7 ms from the LP, 518.6 ms integral (optimal in 94 s).
+4:1, recomputing: 475.5 ms from the LP, 518.6 ms integral (optimal in 90-270 s by load).
 
 With ``x[t, k]`` the fraction of tensor ``t`` outside the fastest pool at kernel ``k``
 (over-capacity kernels only), the bytes out by kernel ``k`` are at least
@@ -142,7 +143,7 @@ import numpy as np
 
 from autotm_core.arrays import BoolArray, FloatArray, IntArray
 from autotm_core.ir.liveness import Liveness
-from autotm_core.planning.bound_lp import NO_EXCESS, Pairs, SplitProgram
+from autotm_core.planning.bound_lp import NO_EXCESS, Pairs, SplitProgram, ranks
 from autotm_core.planning.bound_rates import CrossingRate, crossing_rates, least_seconds, touch_rate
 from autotm_core.planning.problem import Problem
 
@@ -284,7 +285,7 @@ def _lp_pairs(liveness: Liveness, need: FloatArray, big: IntArray) -> Pairs:
     seg_ahead = seg_ahead[keep][order]
     span = hi - lo
     tensor = np.repeat(seg_tensor, span)
-    return Pairs(over=over, tensor=tensor, row=np.repeat(lo, span) + _ranks(span),
+    return Pairs(over=over, tensor=tensor, row=np.repeat(lo, span) + ranks(span),
                   ahead=np.repeat(seg_ahead, span),
                   follows=np.flatnonzero(tensor[1:] == tensor[:-1]))
 
@@ -314,13 +315,6 @@ def _row_kernels(need: FloatArray, seg_first: IntArray, seg_last: IntArray) -> I
         else:
             most = mid - 1
     return neediest(least)
-
-
-def _ranks(span: np.ndarray) -> np.ndarray:
-    """``0, 1, ..., span[i] - 1`` for each ``i``, concatenated."""
-    total = int(span.sum())
-    starts = np.repeat(np.cumsum(span) - span, span)
-    return np.arange(total, dtype=np.int64) - starts
 
 
 __all__ = ["LowerBound", "physical_lower_bound"]
