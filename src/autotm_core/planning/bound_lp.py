@@ -398,7 +398,8 @@ class SplitProgram:
         from (``source``: its bytes count among what ``k`` touches outside,
         :meth:`_touch_rows`). A droppable tensor may instead be restored by a rerun, so its
         parts dropped from there to ``k`` are taken off, and its pairs must cover every kernel
-        between. ``arrive >= e[first] - x[t, k] - late - source (- xr between)``, and each
+        between; and no kernel from there to ``k - 1`` may write it (a new value needs no
+        copy). ``arrive >= e[first] - x[t, k] - late - source (- xr between)``, and each
         window ``a..b`` lasts at least its ``window_in`` and the arrivals before reads at
         ``b + 1`` together, with its compute."""
         arrivals, cols = self.arrivals, self.cols
@@ -463,6 +464,13 @@ class SplitProgram:
         pk = np.repeat(pair, width)
         gapless = (pk - first) == (kk - p.over[p.row[np.minimum(first, len(keys) - 1)]])
         good &= gapless | ~self.droppable[np.repeat(t, width)]
+        # a kernel writing the tensor between could have written it into the fastest pool
+        # (a new value needs no copy): no write from the outside kernel's on to k - 1
+        since = p.over[p.row[np.minimum(first, len(keys) - 1)]]
+        tt = np.repeat(t, width)
+        writes_before = (np.searchsorted(np.sort(written), tt * (n + 1) + kk)
+                         - np.searchsorted(np.sort(written), tt * (n + 1) + since))
+        good &= writes_before == 0
         size, _ = self.sizes()
         return Arrivals(pair, size[t], read[good],
                         (a * self.window_kernels + (kk - 1 - a))[good], first[good])

@@ -90,7 +90,8 @@ the kernel before to its end):
   ``a..k-1``, beside that window's own crossings), or ``k`` starts after it (a blocking copy
   or a wait, lengthening ``k``'s stretch), or ``k`` reads the tensor where the copy comes
   from (among what ``k`` touches outside); a droppable tensor may have been restored by a
-  rerun instead, so this holds only where it was dropped nowhere in between.
+  rerun instead, so this holds only where it was dropped nowhere in between, and only
+  where no kernel in between writes it (a new value needs no copy).
 
 **The integral bound.** In a plan's own point every ``x``, ``xr``, the crossings' maxima,
 each rerun and each of the three facts' choices is 0 or 1 (a tensor holds bytes in the
