@@ -84,12 +84,19 @@ def _highs_lp(problem: MatrixProblem) -> Any:
 
 
 def _new_highs() -> Any:
-    """A HiGHS instance, its start-up banner kept off standard output."""
+    """A HiGHS instance, its start-up banner kept off standard output. Ctrl-C while Pyomo
+    gives the streams back is a KeyboardInterrupt (Pyomo reports it as a RuntimeError
+    starting ``KeyboardInterrupt:``, which the command line took for an internal error)."""
     import highspy
     from pyomo.common.tee import capture_output
 
-    with capture_output(capture_fd=True):
-        return highspy.Highs()
+    try:
+        with capture_output(capture_fd=True):
+            return highspy.Highs()
+    except RuntimeError as exc:
+        if str(exc).startswith("KeyboardInterrupt"):
+            raise KeyboardInterrupt from exc
+        raise
 
 
 def _set_option(highs: Any, key: str, value: Any) -> None:
