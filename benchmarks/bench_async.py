@@ -31,6 +31,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from autotm_core.cli.options import seconds
 from autotm_core.planning import PlanSettings, load_problem, plan
 from autotm_core.planning.lower_bound import physical_lower_bound
 
@@ -80,7 +81,7 @@ def main() -> None:
                         help="cells to run (default: all)")
     parser.add_argument("--time-limit", type=float, default=60.0,
                         help="each call's time limit, seconds (default 60)")
-    parser.add_argument("--bound-seconds", type=float, default=300.0,
+    parser.add_argument("--bound-seconds", type=seconds, default=300.0,
                         help="the physical bound's integral program's time limit, seconds "
                         "(default 300; 0: the LP's bound alone)")
     parser.add_argument("--json", action="store_true",

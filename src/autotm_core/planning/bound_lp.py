@@ -294,7 +294,7 @@ class SplitProgram:
         ub.add(r + np.arange(len(read)), e + read, -1.0)
         # per pair, the reads before it in key order: two pairs of a tensor have the same
         # count exactly when no read of it falls between them (the earlier one's included)
-        gap = np.searchsorted(self._read_keys()[2], self._pair_keys(), side="left")
+        gap = np.searchsorted(self._read_keys[2], self._pair_keys, side="left")
         chained = p.follows[p.ahead[p.follows + 1] & (gap[p.follows] == gap[p.follows + 1])]
         r = ub.block(len(chained))
         ub.add(r + np.arange(len(chained)), e + chained + 1, 1.0)
@@ -337,7 +337,7 @@ class SplitProgram:
         p, cols, live = self.pairs, self.cols, self.liveness
         n = live.n_kernels
         used = np.unique(live.kernel_tensors.astype(np.int64) * (n + 1) + live.entry_kernels())
-        pairs = np.flatnonzero(np.isin(self._pair_keys(), used))
+        pairs = np.flatnonzero(np.isin(self._pair_keys, used))
         if not len(pairs):
             return
         kernels, row = np.unique(p.over[p.row[pairs]], return_inverse=True)
@@ -433,44 +433,30 @@ class SplitProgram:
     @functools.cached_property
     def arrivals(self) -> Arrivals:
         """The reads and windows :meth:`_arrival_rows` covers."""
-        live, n, p = self.liveness, self.liveness.n_kernels, self.pairs
+        n, p = self.liveness.n_kernels, self.pairs
         width = min(self.window_kernels, ARRIVAL_KERNELS)
-        tensor, kernel, key = self._read_keys()
-        keys = self._pair_keys()
-        empty = np.zeros(0, dtype=np.int64)
-        if not len(keys) or not len(key) or not width:
+        tensor, kernel, _ = self._read_keys
+        keys = self._pair_keys
+        reads, pair = self._plain_reads
+        if not len(reads) or not width:
+            empty = np.zeros(0, dtype=np.int64)
             return Arrivals(empty, np.zeros(0), empty, empty, empty)
-        writes = np.asarray(live.kernel_writes, dtype=bool)
-        written = (live.kernel_tensors[writes].astype(np.int64) * (n + 1)
-                   + live.entry_kernels()[writes])
-        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
-        ok = (keys[at] == key) & ~np.isin(key, written)
-        before = np.full(len(key), -1, dtype=np.int64)
-        same = np.flatnonzero(tensor[1:] == tensor[:-1]) + 1
-        before[same] = kernel[same - 1]
-        reads = np.flatnonzero(ok)
-        t, k, pair = tensor[reads], kernel[reads], at[reads]
-        o = np.arange(1, width + 1)
-        a = (k[:, None] - o).ravel()  # windows a..k-1
+        t, k = tensor[reads], kernel[reads]
+        tt, kk, pk = (np.repeat(v, width) for v in (t, k, pair))
+        a = (k[:, None] - np.arange(1, width + 1)).ravel()  # windows a..k-1
         read = np.repeat(np.arange(len(reads)), width)
-        lo = np.maximum(a - 1, np.repeat(before[reads], width) + 1)
-        first = np.searchsorted(keys, np.repeat(t, width) * (n + 1) + lo, side="left")
+        lo = np.maximum(a - 1, np.repeat(self._read_before[reads], width) + 1)
+        first = np.searchsorted(keys, tt * (n + 1) + lo, side="left")
         good = (a >= 0) & (first < len(keys))
-        good[good] &= ((p.tensor[first[good]] == np.repeat(t, width)[good])
-                       & (first[good] < np.repeat(pair, width)[good]))
+        good[good] &= (p.tensor[first[good]] == tt[good]) & (first[good] < pk[good])
+        since = p.over[p.row[np.minimum(first, len(keys) - 1)]]  # the first pair's kernel
         # a droppable tensor's pairs must cover every kernel from there to the read (a
         # kernel without one could be where it was dropped)
-        kk = np.repeat(k, width)
-        pk = np.repeat(pair, width)
-        gapless = (pk - first) == (kk - p.over[p.row[np.minimum(first, len(keys) - 1)]])
-        good &= gapless | ~self.droppable[np.repeat(t, width)]
+        good &= ((pk - first) == (kk - since)) | ~self.droppable[tt]
         # a kernel writing the tensor between could have written it into the fastest pool
         # (a new value needs no copy): no write from the outside kernel's on to k - 1
-        since = p.over[p.row[np.minimum(first, len(keys) - 1)]]
-        tt = np.repeat(t, width)
-        writes_before = (np.searchsorted(np.sort(written), tt * (n + 1) + kk)
-                         - np.searchsorted(np.sort(written), tt * (n + 1) + since))
-        good &= writes_before == 0
+        good &= (np.searchsorted(self._write_keys, tt * (n + 1) + kk)
+                 == np.searchsorted(self._write_keys, tt * (n + 1) + since))
         size, _ = self.sizes()
         return Arrivals(pair, size[t], read[good],
                         (a * self.window_kernels + (kk - 1 - a))[good], first[good])
@@ -478,23 +464,16 @@ class SplitProgram:
     @functools.cached_property
     def refetches(self) -> Refetches:
         """The reads :meth:`_refetch_rows` covers."""
-        live, n = self.liveness, self.liveness.n_kernels
-        tensor, kernel, key = self._read_keys()
-        writes = np.asarray(live.kernel_writes, dtype=bool)
-        written = (live.kernel_tensors[writes].astype(np.int64) * (n + 1)
-                   + live.entry_kernels()[writes])
-        keys = self._pair_keys()
-        if not len(keys) or not len(key):
-            empty = np.zeros(0, dtype=np.int64)
-            return Refetches(empty, empty, np.zeros(0))
-        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
-        ok = (kernel >= 1) & (keys[at] == key) & (at >= 1) & ~np.isin(key, written)
-        ok[ok] &= keys[at[ok] - 1] == key[ok] - 1
+        tensor, kernel, key = self._read_keys
+        keys = self._pair_keys
+        reads, pair = self._plain_reads
+        ok = (kernel[reads] >= 1) & (pair >= 1)
+        ok[ok] &= keys[pair[ok] - 1] == key[reads[ok]] - 1
         following = np.full(len(key), -1, dtype=np.int64)
         same = np.flatnonzero(tensor[1:] == tensor[:-1])
         following[same] = kernel[same + 1]
         size, _ = self.sizes()
-        return Refetches(at[ok], following[ok], size[tensor[ok]])
+        return Refetches(pair[ok], following[reads[ok]], size[tensor[reads[ok]]])
 
     def _twice_terms(self) -> tuple[IntArray, IntArray, FloatArray]:
         """The ``twice`` terms of ``window_in``: per refetch at ``k`` with a next read
@@ -564,27 +543,28 @@ class SplitProgram:
         ub.add(r + np.arange(len(w)), cols.window_out + w, -1.0)
         longer = np.flatnonzero(b > a)
         ub.add(r + longer, cols.window_out + w[longer] + width - 1, 1.0)
-        keys = self._pair_keys()
-        window, pair, nbytes = self._produced_terms(keys)
+        window, pair, nbytes = self._produced_terms()
         ub.add(r + np.searchsorted(w, window), cols.c + pair, nbytes)
         # window_in[a..b] >= window_in[a..b-1] + the reads at b after being outside
         r = ub.block(len(w))
         ub.add(r + np.arange(len(w)), cols.window_in + w, -1.0)
         ub.add(r + longer, cols.window_in + w[longer] - 1, 1.0)
-        window, pair, nbytes = self._read_terms(keys)
+        window, pair, nbytes = self._read_terms()
         ub.add(r + np.searchsorted(w, window), cols.e + pair, nbytes)
         # ... and the second crossing of a tensor read while copied in at a kernel from a on
         window, column, nbytes = self._twice_terms()
         ub.add(r + np.searchsorted(w, window), cols.twice + column, nbytes)
 
+    @functools.cached_property
     def _pair_keys(self) -> IntArray:
         """Per pair, ``tensor * (n + 1) + kernel``: ascending (pairs by tensor, then time)."""
         n = self.liveness.n_kernels
         return self.pairs.tensor * (n + 1) + self.pairs.over[self.pairs.row]
 
+    @functools.cached_property
     def _read_keys(self) -> tuple[IntArray, IntArray, IntArray]:
         """Every read of a tensor the pairs hold: its tensor and kernel, by tensor then
-        kernel, and its key as :meth:`_pair_keys`'."""
+        kernel, and its key as :attr:`_pair_keys`'."""
         live, n = self.liveness, self.liveness.n_kernels
         reads = np.asarray(live.kernel_reads, dtype=bool)
         tensor = live.kernel_tensors[reads].astype(np.int64)
@@ -593,10 +573,41 @@ class SplitProgram:
         key = np.sort(tensor[keep] * (n + 1) + kernel[keep])
         return key // (n + 1), key % (n + 1), key
 
-    def _produced_terms(self, keys: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
+    @functools.cached_property
+    def _read_before(self) -> IntArray:
+        """Per read of :attr:`_read_keys`, the kernel of the tensor's read before (-1:
+        none)."""
+        tensor, kernel, _ = self._read_keys
+        before = np.full(len(tensor), -1, dtype=np.int64)
+        same = np.flatnonzero(tensor[1:] == tensor[:-1]) + 1
+        before[same] = kernel[same - 1]
+        return before
+
+    @functools.cached_property
+    def _write_keys(self) -> IntArray:
+        """Every write of a tensor, keyed as :attr:`_pair_keys`, ascending."""
+        live, n = self.liveness, self.liveness.n_kernels
+        writes = np.asarray(live.kernel_writes, dtype=bool)
+        return np.sort(live.kernel_tensors[writes].astype(np.int64) * (n + 1)
+                       + live.entry_kernels()[writes])
+
+    @functools.cached_property
+    def _plain_reads(self) -> tuple[IntArray, IntArray]:
+        """The reads of :attr:`_read_keys` at a kernel with a pair of the tensor that does
+        not write it: their positions there, and each one's pair."""
+        _, _, key = self._read_keys
+        keys = self._pair_keys
+        if not len(keys) or not len(key):
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        at = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+        plain = np.flatnonzero((keys[at] == key) & ~np.isin(key, self._write_keys))
+        return plain, at[plain]
+
+    def _produced_terms(self) -> tuple[IntArray, IntArray, FloatArray]:
         """``window_out``'s terms: per window ``a..b`` and tensor produced at ``a`` with a
-        pair by ``b``, its last such pair and its size in units (``keys``: the pairs')."""
-        n, width = self.liveness.n_kernels, self.window_kernels
+        pair by ``b``, its last such pair and its size in units."""
+        n, width, keys = self.liveness.n_kernels, self.window_kernels, self._pair_keys
         _, out_size = self.sizes()
         tensor = np.unique(self.pairs.tensor)
         tensor = tensor[self.liveness.producer[tensor] >= 0]
@@ -609,16 +620,14 @@ class SplitProgram:
         ok[ok] &= self.pairs.tensor[last[ok]] == t[ok]
         return a[ok] * width + (b - a)[ok], last[ok], out_size[t[ok]]
 
-    def _read_terms(self, keys: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
+    def _read_terms(self) -> tuple[IntArray, IntArray, FloatArray]:
         """``window_in``'s terms: per window ``a..b`` and read of a tensor at ``b``, the
         first pair of the tensor from kernel ``a - 1`` on after its read before, if it is
-        no later than ``b``, and the tensor's size in units (``keys``: the pairs')."""
-        n, width = self.liveness.n_kernels, self.window_kernels
+        no later than ``b``, and the tensor's size in units."""
+        n, width, keys = self.liveness.n_kernels, self.window_kernels, self._pair_keys
         size, _ = self.sizes()
-        tensor, kernel, _ = self._read_keys()
-        before = np.full(len(tensor), -1, dtype=np.int64)
-        same = np.flatnonzero(tensor[1:] == tensor[:-1]) + 1
-        before[same] = kernel[same - 1]
+        tensor, kernel, _ = self._read_keys
+        before = self._read_before
         o = np.arange(width)
         t, b = np.repeat(tensor, width), np.repeat(kernel, width)
         a = (kernel[:, None] - o).ravel()
